@@ -86,8 +86,8 @@ def write_scene_video(
             for i in range(count):
                 frame = base.copy()
                 if segment.kind == "moving":
-                    left = (i * 5) % width
-                    frame[:, left : left + width // 5] = 255
+                    left = (i * 3) % width
+                    frame[:, left : left + width // 8] = 255
                 video_frame = av.VideoFrame.from_ndarray(frame, format="rgb24")
                 video_frame.pts = total
                 total += 1
