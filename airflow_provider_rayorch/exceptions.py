@@ -1,0 +1,50 @@
+"""Exceptions of the Airflow layer (the engine's own tree is in ``rayorch.errors``).
+
+::
+
+    AirflowException
+    ├── RayOrchClusterError            the Ray cluster cannot be reached or refused a call
+    ├── RayOrchJobFailed               the Ray job ended FAILED or STOPPED
+    ├── RayOrchPlanChanged             the run store holds another plan for this run id
+    ├── RayOrchFailedRatioExceeded     too many sources (or microbatch sources) failed
+    └── AirflowFailException
+        ├── RayOrchCompileFailed       the pipeline does not compile (no retry, nothing submitted)
+        └── RayOrchPipelineNotImportable  the pipeline cannot be imported where it must run
+"""
+
+from __future__ import annotations
+
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+__all__ = [
+    "RayOrchClusterError",
+    "RayOrchCompileFailed",
+    "RayOrchFailedRatioExceeded",
+    "RayOrchJobFailed",
+    "RayOrchPipelineNotImportable",
+    "RayOrchPlanChanged",
+]
+
+
+class RayOrchClusterError(AirflowException):
+    """The Ray Jobs API is unreachable, refused the token, or failed a request."""
+
+
+class RayOrchJobFailed(AirflowException):
+    """The Ray job running the driver ended without a run manifest."""
+
+
+class RayOrchPlanChanged(AirflowException):
+    """The run store already holds a different plan (fingerprint) for this run id."""
+
+
+class RayOrchFailedRatioExceeded(AirflowException):
+    """(FAILED + SUPPRESSED) / total sources exceeded ``max_failed_ratio``."""
+
+
+class RayOrchCompileFailed(AirflowFailException):
+    """The pipeline raised ``CompileError``; nothing was submitted."""
+
+
+class RayOrchPipelineNotImportable(AirflowFailException):
+    """The pipeline's module cannot be imported by the process that must run it."""

@@ -1,0 +1,1 @@
+"""links of the RayOrch Airflow provider."""

@@ -1,0 +1,206 @@
+"""Shared by the operators: run ids, pipeline loading, plan preparation."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_rayorch.exceptions import (
+    RayOrchCompileFailed,
+    RayOrchPipelineNotImportable,
+    RayOrchPlanChanged,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = [
+    "derive_run_id",
+    "pipeline_spec",
+    "prepare_plan",
+    "submission_id",
+]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()
+
+
+def derive_run_id(dag_id: str, run_id: str, task_id: str, map_index: int | None) -> str:
+    """A run id from dag, run, task and map index (never the try number): readable, unique."""
+    index = -1 if map_index is None else int(map_index)
+    slug = _UNSAFE.sub("_", f"{dag_id}.{task_id}")[:80]
+    suffix = f".m{index}" if index >= 0 else ""
+    return f"{slug}{suffix}.{_digest(dag_id, run_id, task_id, index)[:16]}"
+
+
+def run_id_from_context(context: Mapping[str, Any]) -> str:
+    ti = context["ti"]
+    return derive_run_id(ti.dag_id, ti.run_id, ti.task_id, getattr(ti, "map_index", -1))
+
+
+def submission_id(run_id: str, try_number: int) -> str:
+    """The deterministic Ray submission id of one try of a run."""
+    return f"rayorch-{_digest(run_id)[:20]}-try{int(try_number)}"
+
+
+def pipeline_spec(pipeline: Any) -> str:
+    """``"pkg.module:Factory"`` for a string or a class/function."""
+    if isinstance(pipeline, str):
+        return pipeline
+    module = getattr(pipeline, "__module__", None)
+    qualname = getattr(pipeline, "__qualname__", None)
+    if not module or not qualname:
+        raise RayOrchPipelineNotImportable(f"{pipeline!r} has no importable module path")
+    return f"{module}:{qualname}"
+
+
+def _importable_hint(spec: str, module: Any, remote: bool, runtime_env: Mapping[str, Any]) -> None:
+    name = getattr(module, "__name__", "")
+    if name == "__main__" or name.startswith("unusual_prefix_") or "<locals>" in spec:
+        where = "the Ray cluster's workers" if remote else "the driver process"
+        raise RayOrchPipelineNotImportable(
+            f"pipeline {spec!r} is defined inside a DAG file or script ({name}); "
+            f"{where} cannot import it. Move it to a module of its own (next to the DAG, "
+            "or in an installed package) and, for a remote cluster, ship that module with "
+            "runtime_env `py_modules` or `working_dir`."
+        )
+    if remote and not (runtime_env.get("py_modules") or runtime_env.get("working_dir")):
+        top = spec.partition(":")[0].split(".")[0]
+        top_module = sys.modules.get(top)
+        path = str(getattr(top_module, "__file__", "") or "")
+        if "site-packages" not in path and "dist-packages" not in path:
+            from airflow.sdk.definitions._internal.logging_mixin import LoggingMixin
+
+            LoggingMixin().log.warning(
+                "pipeline %r comes from %s, which is not an installed package and no "
+                "runtime_env py_modules/working_dir is set: the Ray cluster must be able to "
+                "import it (else the job fails at import).",
+                spec,
+                path or "an unknown location",
+            )
+
+
+def compile_pipeline(
+    spec: str,
+    pipeline_kwargs: Mapping[str, Any],
+    *,
+    remote: bool,
+    runtime_env: Mapping[str, Any],
+) -> str:
+    """Import and compile the pipeline here, before anything is submitted; returns the
+    plan fingerprint. ``CompileError`` fails the task at once."""
+    import importlib
+
+    from airflow_provider_rayorch.rayorch.driver import DriverError, import_factory
+
+    try:
+        factory = import_factory(spec)
+    except DriverError as exc:
+        raise RayOrchPipelineNotImportable(str(exc)) from exc
+    module_name = spec.partition(":")[0] if ":" in spec else spec.rpartition(".")[0]
+    _importable_hint(spec, importlib.import_module(module_name), remote, runtime_env)
+    from airflow_provider_rayorch.rayorch.errors import CompileError
+
+    try:
+        pipeline = factory(**dict(pipeline_kwargs))
+        compiled = pipeline.compile()
+    except CompileError as exc:
+        raise RayOrchCompileFailed(f"pipeline {spec!r} does not compile: {exc}") from exc
+    return str(compiled.fingerprint)
+
+
+def resolve_sources(
+    sources: Any,
+    *,
+    modified_after: datetime | str | None = None,
+    modified_before: datetime | str | None = None,
+) -> list[Any]:
+    """A list as given, or a glob URI expanded through ``pyarrow.fs``."""
+    from airflow_provider_rayorch.rayorch.store import glob_uris
+
+    if isinstance(sources, str):
+        after = _as_datetime(modified_after)
+        before = _as_datetime(modified_before)
+        return list(glob_uris(sources, modified_after=after, modified_before=before))
+    if sources is None:
+        return []
+    return list(sources)
+
+
+def _as_datetime(value: datetime | str | None) -> datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value))
+
+
+def prepare_plan(
+    *,
+    store: Any,
+    run_id: str,
+    spec: str,
+    pipeline_kwargs: Mapping[str, Any],
+    fingerprint: str,
+    sources: list[Any],
+    input_batch_size: int | None,
+    max_active_input_batches: int,
+    max_failed_ratio: float,
+    backend: str,
+    ray_init_kwargs: Mapping[str, Any],
+    on_plan_change: str,
+) -> Any:
+    """Write the plan record, or keep the stored one when it is the same plan.
+
+    A different stored plan (fingerprint, sources or batching) is never mixed with
+    this one: ``on_plan_change="fail"`` raises, ``"replace"`` deletes the old run.
+    """
+    import json
+
+    from airflow_provider_rayorch.rayorch.store import PlanRecord
+
+    try:
+        json.dumps(sources)
+        json.dumps(dict(pipeline_kwargs))
+    except TypeError as exc:
+        raise ValueError(f"sources and pipeline_kwargs must be JSON values: {exc}") from exc
+    plan = PlanRecord(
+        run_id=run_id,
+        pipeline=spec,
+        fingerprint=fingerprint,
+        sources=list(sources),
+        input_batch_size=input_batch_size,
+        max_active_input_batches=int(max_active_input_batches),
+        pipeline_kwargs=dict(pipeline_kwargs),
+        max_failed_ratio=float(max_failed_ratio),
+        backend=backend,
+        ray_init_kwargs=dict(ray_init_kwargs),
+        created_at=datetime.now().astimezone().isoformat(),
+    )
+    old = store.read_plan(run_id)
+    if old is not None:
+        same = (
+            old.fingerprint == plan.fingerprint
+            and old.pipeline == plan.pipeline
+            and old.pipeline_kwargs == plan.pipeline_kwargs
+            and old.sources == plan.sources
+            and old.batch_size == plan.batch_size
+        )
+        if same:
+            return old
+        if on_plan_change != "replace":
+            raise RayOrchPlanChanged(
+                f"run store {store.run_uri(run_id)} already holds run {run_id} of another plan "
+                f"(fingerprint {old.fingerprint[:12]}, {len(old.sources)} sources; now "
+                f"{plan.fingerprint[:12]}, {len(plan.sources)} sources). Outputs of two plans "
+                "are never mixed: delete that directory or set on_plan_change='replace'."
+            )
+        store.delete_run(run_id)
+    store.write_plan(plan)
+    return plan

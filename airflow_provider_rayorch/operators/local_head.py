@@ -1,0 +1,192 @@
+"""A loopback Ray head for one machine: setup and teardown tasks.
+
+The per-microbatch pattern needs a Ray job that outlives the submit task, hence a
+cluster. On one machine these tasks start ``ray start --head --block`` on 127.0.0.1
+in a process group of its own, and stop exactly that process group afterwards
+(never ``ray stop``, which kills every Ray on the machine).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseOperator
+
+from airflow_provider_rayorch.exceptions import RayOrchClusterError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from airflow.sdk import Context
+
+__all__ = [
+    "RayLocalHeadStartOperator",
+    "RayLocalHeadStopOperator",
+    "start_local_head",
+    "stop_local_head",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _ray_executable() -> str:
+    candidate = os.path.join(os.path.dirname(sys.executable), "ray")
+    found = candidate if os.path.exists(candidate) else shutil.which("ray")
+    if not found:
+        raise RayOrchClusterError("the `ray` command is not installed next to this Python")
+    return found
+
+
+def _dashboard_up(url: str, token: str | None) -> bool:
+    import requests
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        return requests.get(f"{url}/api/version", headers=headers, timeout=2).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+def start_local_head(
+    *,
+    num_cpus: int | None = None,
+    env: Mapping[str, str] | None = None,
+    temp_root: str | None = None,
+    timeout: float = 120.0,
+    token: str | None = None,
+    extra_args: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Start a loopback Ray head; returns ``{"address", "gcs_address", "pgid", "temp_dir",
+    "log"}`` once its Jobs API answers."""
+    dashboard_port, gcs_port = _free_port(), _free_port()
+    temp_dir = tempfile.mkdtemp(prefix="rayh", dir=temp_root or "/tmp")
+    cmd = [
+        _ray_executable(),
+        "start",
+        "--head",
+        "--block",
+        "--node-ip-address=127.0.0.1",
+        f"--port={gcs_port}",
+        "--dashboard-host=127.0.0.1",
+        f"--dashboard-port={dashboard_port}",
+        f"--ray-client-server-port={_free_port()}",
+        f"--dashboard-agent-listen-port={_free_port()}",
+        f"--temp-dir={temp_dir}",
+        "--disable-usage-stats",
+        *([f"--num-cpus={int(num_cpus)}"] if num_cpus is not None else []),
+        *extra_args,
+    ]
+    full_env = {**os.environ, **dict(env or {})}
+    full_env.pop("RAY_ADDRESS", None)
+    log_path = os.path.join(temp_dir, "ray-start.log")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            cmd,
+            env=full_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    info: dict[str, Any] = {
+        "address": f"http://127.0.0.1:{dashboard_port}",
+        "gcs_address": f"127.0.0.1:{gcs_port}",
+        "pgid": proc.pid,
+        "temp_dir": temp_dir,
+        "log": log_path,
+    }
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            with open(log_path) as f:
+                tail = f.read()[-2000:]
+            raise RayOrchClusterError(f"`ray start --head` exited with {proc.returncode}:\n{tail}")
+        if _dashboard_up(info["address"], token or full_env.get("RAY_AUTH_TOKEN")):
+            return info
+        time.sleep(0.5)
+    stop_local_head(info)
+    raise RayOrchClusterError(f"the Ray head's Jobs API did not answer within {timeout:g}s")
+
+
+def _group_members(pgid: int) -> list[Any]:
+    import psutil
+
+    members = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(proc.pid) == pgid:
+                members.append(proc)
+        except (ProcessLookupError, PermissionError, psutil.Error):
+            continue
+    return members
+
+
+def stop_local_head(head: Mapping[str, Any], *, timeout: float = 30.0) -> None:
+    """Stop the head's own process group: SIGTERM, then SIGKILL after ``timeout``."""
+    pgid = int(head["pgid"])
+    if pgid <= 1 or pgid == os.getpgrp():
+        raise ValueError(f"refusing to signal process group {pgid}")
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + (timeout if sig == signal.SIGTERM else 10.0)
+        while time.monotonic() < deadline and _group_members(pgid):
+            time.sleep(0.2)
+        if not _group_members(pgid):
+            break
+    temp_dir = head.get("temp_dir")
+    if temp_dir and os.path.basename(str(temp_dir)).startswith("rayh"):
+        shutil.rmtree(str(temp_dir), ignore_errors=True)
+
+
+class RayLocalHeadStartOperator(BaseOperator):
+    """Setup task: start a loopback Ray head; returns its info (``address`` ...) to XCom."""
+
+    def __init__(
+        self,
+        *,
+        num_cpus: int | None = None,
+        env: Mapping[str, str] | None = None,
+        startup_timeout: float = 120.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.num_cpus = num_cpus
+        self.env = dict(env or {})
+        self.startup_timeout = startup_timeout
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        info = start_local_head(num_cpus=self.num_cpus, env=self.env, timeout=self.startup_timeout)
+        self.log.info("Ray head up at %s (process group %s)", info["address"], info["pgid"])
+        return info
+
+
+class RayLocalHeadStopOperator(BaseOperator):
+    """Teardown task: stop the head started by :class:`RayLocalHeadStartOperator`."""
+
+    template_fields: Sequence[str] = ("head",)
+
+    def __init__(self, *, head: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.head = head
+
+    def execute(self, context: Context) -> None:
+        if not self.head:
+            self.log.info("No Ray head to stop")
+            return
+        stop_local_head(self.head)
+        self.log.info("Stopped the Ray head (process group %s)", self.head["pgid"])

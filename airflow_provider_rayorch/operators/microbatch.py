@@ -1,0 +1,149 @@
+"""The per-microbatch pattern: one Airflow task instance per source microbatch.
+
+``RayOrchSubmitOperator`` compiles and submits, and returns the list of microbatch
+descriptors (Airflow maps only over a return value); ``RayOrchMicrobatchSensor``
+is mapped over it. :func:`rayorch_microbatch_group` wires both (and, on one
+machine, a loopback Ray head as setup/teardown).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import TaskGroup
+from airflow.sdk.configuration import conf
+
+from airflow_provider_rayorch.exceptions import RayOrchClusterError
+from airflow_provider_rayorch.hooks.rayorch import ACTIVE_STATES
+from airflow_provider_rayorch.operators.local_head import (
+    RayLocalHeadStartOperator,
+    RayLocalHeadStopOperator,
+)
+from airflow_provider_rayorch.operators.rayorch import (
+    JOB_ID_KEY,
+    RUN_ID_KEY,
+    RUN_STORE_KEY,
+    RayOrchOperator,
+)
+from airflow_provider_rayorch.sensors.rayorch import RayOrchMicrobatchSensor, RayOrchRunSensor
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from airflow.sdk import Context
+
+__all__ = ["RayOrchSubmitOperator", "rayorch_microbatch_group"]
+
+
+class RayOrchSubmitOperator(RayOrchOperator):
+    """Compile, submit the run's Ray job, and return its microbatch descriptors
+    ``[{"index", "first_source", "count"}, ...]`` without waiting for the job.
+
+    The job must outlive this task, so a cluster address is required (a connection
+    host or ``ray_address``). A retry re-attaches to a running job (task state store,
+    then the cluster's job list) instead of submitting a second one.
+    """
+
+    def execute(self, context: Context) -> list[dict[str, int]]:
+        if self.hook.embedded:
+            raise RayOrchClusterError(
+                "the per-microbatch pattern needs a Ray cluster address (the job outlives "
+                "this task): set the connection's host, pass ray_address, or use "
+                "rayorch_microbatch_group(local_head=True) for a loopback head"
+            )
+        plan = self.prepare(context)
+        descriptors = plan.microbatches()
+        limit = conf.getint("core", "max_map_length", fallback=1024)
+        if len(descriptors) > limit:
+            raise ValueError(
+                f"{len(descriptors)} microbatches exceed [core] max_map_length={limit}: raise "
+                "input_batch_size or max_map_length"
+            )
+        store = self._store()
+        if store.read_run_manifest(plan.run_id) is not None:
+            self.log.info("Run %s already finished; nothing to submit", plan.run_id)
+            context["ti"].xcom_push(key=JOB_ID_KEY, value="")
+            return descriptors
+        state = context.get("task_state_store")
+        job_id = state.get(JOB_ID_KEY) if state is not None else None
+        if job_id and self.hook.get_job_status(str(job_id)) in ACTIVE_STATES:
+            self.log.info("Re-attaching to running job %s", job_id)
+            self._push_job(context, str(job_id))
+        else:
+            job_id = self.submit_job(context)
+            if state is not None:
+                from airflow.sdk.execution_time.context import NEVER_EXPIRE
+
+                state.set(JOB_ID_KEY, job_id, retention=NEVER_EXPIRE)
+        return descriptors
+
+
+def rayorch_microbatch_group(
+    group_id: str,
+    *,
+    pipeline: Any,
+    sources: Any,
+    pipeline_kwargs: Mapping[str, Any] | None = None,
+    input_batch_size: int | None = None,
+    max_active_input_batches: int = 1,
+    rayorch_conn_id: str = "rayorch_default",
+    ray_address: str | None = None,
+    max_failed_ratio: float = 0.0,
+    local_head: bool = False,
+    local_head_num_cpus: int | None = None,
+    deferrable: bool = True,
+    poke_interval: float = 5.0,
+    submit_kwargs: Mapping[str, Any] | None = None,
+    sensor_kwargs: Mapping[str, Any] | None = None,
+) -> TaskGroup:
+    """A task group: ``submit`` >> ``microbatch`` (mapped sensors) >> ``run``.
+
+    With ``local_head=True`` a ``ray_head`` setup task starts a loopback Ray head
+    and a ``stop_ray_head`` teardown task stops it after ``run``. The ``run`` task
+    returns the run lineage summary once the job has ended.
+    """
+    with TaskGroup(group_id) as group:
+        prefix = f"{group.group_id}." if group.group_id else ""
+        head = None
+        address = ray_address
+        if local_head:
+            head = RayLocalHeadStartOperator(task_id="ray_head", num_cpus=local_head_num_cpus)
+            address = f"{{{{ ti.xcom_pull(task_ids='{prefix}ray_head')['address'] }}}}"
+        submit = RayOrchSubmitOperator(
+            task_id="submit",
+            pipeline=pipeline,
+            pipeline_kwargs=pipeline_kwargs,
+            sources=sources,
+            input_batch_size=input_batch_size,
+            max_active_input_batches=max_active_input_batches,
+            rayorch_conn_id=rayorch_conn_id,
+            ray_address=address,
+            max_failed_ratio=max_failed_ratio,
+            **dict(submit_kwargs or {}),
+        )
+
+        def pull(key: str) -> str:
+            return f"{{{{ ti.xcom_pull(task_ids='{prefix}submit', key='{key}') }}}}"
+
+        common: dict[str, Any] = {
+            "run_id": pull(RUN_ID_KEY),
+            "run_store": pull(RUN_STORE_KEY),
+            "job_id": pull(JOB_ID_KEY),
+            "rayorch_conn_id": rayorch_conn_id,
+            "ray_address": address,
+            "deferrable": deferrable,
+            "poke_interval": poke_interval,
+        }
+        sensors = RayOrchMicrobatchSensor.partial(
+            task_id="microbatch",
+            max_failed_ratio=max_failed_ratio,
+            **common,
+            **dict(sensor_kwargs or {}),
+        ).expand(microbatch=submit.output)
+        run = RayOrchRunSensor(task_id="run", trigger_rule="all_done", **common)
+        submit >> sensors >> run
+        if head is not None:
+            stop = RayLocalHeadStopOperator(task_id="stop_ray_head", head=head.output)
+            head >> submit
+            run >> stop.as_teardown(setups=head)
+    return group

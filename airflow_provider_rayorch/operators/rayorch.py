@@ -1,0 +1,489 @@
+"""RayOrchOperator: compile a RayOrch pipeline, run it on Ray, return its lineage summary."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import AssetAlias, BaseOperator, ResumableJobMixin
+from airflow.sdk.configuration import conf
+
+from airflow_provider_rayorch.exceptions import (
+    RayOrchCompileFailed,
+    RayOrchFailedRatioExceeded,
+    RayOrchJobFailed,
+    RayOrchPipelineNotImportable,
+    RayOrchPlanChanged,
+)
+from airflow_provider_rayorch.hooks.rayorch import ACTIVE_STATES, RayOrchHook
+from airflow_provider_rayorch.links.rayorch import JOB_URL_KEY, RayJobLink
+from airflow_provider_rayorch.operators import _common
+from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from airflow.sdk import Context
+
+    from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore
+
+__all__ = ["RayOrchOperator"]
+
+DRIVER_MODULE = "airflow_provider_rayorch.rayorch.driver"
+#: XCom keys pushed besides the return value.
+RUN_ID_KEY = "rayorch_run_id"
+RUN_STORE_KEY = "rayorch_run_store"
+JOB_ID_KEY = "rayorch_job_id"
+SUMMARY_KEY = "rayorch_summary"
+
+
+def _driver_exit_error(code: int, message: str) -> Exception:
+    from airflow_provider_rayorch.rayorch import driver
+
+    if code == driver.EXIT_IMPORT:
+        return RayOrchPipelineNotImportable(message)
+    if code == driver.EXIT_COMPILE:
+        return RayOrchCompileFailed(message)
+    if code == driver.EXIT_PLAN_CHANGED:
+        return RayOrchPlanChanged(message)
+    return RayOrchJobFailed(message)
+
+
+def _error_line(text: str) -> dict[str, Any] | None:
+    for line in reversed(text.splitlines()):
+        _, marker, payload = line.partition("RAYORCH_ERROR ")
+        if marker:
+            try:
+                return dict(json.loads(payload))
+            except ValueError:
+                return {"message": payload}
+    return None
+
+
+class RayOrchOperator(ResumableJobMixin, BaseOperator):
+    """Run a RayOrch pipeline over ``sources`` and return the run's lineage summary.
+
+    The pipeline is imported and compiled in the worker first: a ``CompileError``
+    fails the task at once and nothing is submitted. The plan is written to the run
+    store under a run id derived from dag, run, task and map index; the Ray job runs
+    the driver against it. A retried task re-attaches to its job while that runs
+    (the job id is kept in the task state store) and otherwise submits a new job for
+    the same run id, which skips every committed microbatch.
+
+    :param pipeline: ``"pkg.module:Factory"`` (or the class) building a ``ro.Pipeline``.
+    :param pipeline_kwargs: keyword arguments of the factory (JSON values; templated).
+    :param sources: a list of source rows (JSON values), or a glob URI such as
+        ``s3://bucket/in/{{ ds }}/*.pdf`` expanded through ``pyarrow.fs`` (templated).
+    :param sources_modified_after: with a glob, keep files modified at or after this
+        (ISO string or datetime; templated, e.g. ``{{ data_interval_start }}``).
+    :param sources_modified_before: with a glob, keep files modified before this.
+    :param input_batch_size: sources per microbatch (``None``: one microbatch).
+    :param max_active_input_batches: microbatches admitted at once.
+    :param rayorch_conn_id: a ``rayorch`` connection; none defined means embedded Ray.
+    :param max_failed_ratio: fail when (FAILED + SUPPRESSED) / total exceeds this.
+    :param deferrable: wait in the triggerer instead of a worker slot (cluster only).
+    :param runtime_env: merged over the connection's ``runtime_env``.
+    :param run_store: overrides the connection's ``run_store`` URI.
+    :param ray_address: overrides the connection's host (e.g. a loopback head's).
+    :param backend: ``"ray"`` (default) or ``"local"`` (the engine's reference executor).
+    :param on_plan_change: ``"fail"`` (default) or ``"replace"`` when the run store
+        already holds a different plan for this run id.
+    :param outputs_asset_alias: name of an ``AssetAlias`` outlet that receives the
+        run's output directory as an Asset event.
+    :param poll_interval: seconds between job status polls.
+    """
+
+    template_fields: Sequence[str] = (
+        "pipeline_kwargs",
+        "sources",
+        "sources_modified_after",
+        "sources_modified_before",
+        "runtime_env",
+        "run_store",
+        "ray_address",
+    )
+    template_fields_renderers = {
+        "pipeline_kwargs": "json",
+        "sources": "json",
+        "runtime_env": "json",
+    }
+    operator_extra_links = (RayJobLink(),)
+    ui_color = "#cfe8fc"
+    external_id_key = JOB_ID_KEY
+
+    def __init__(
+        self,
+        *,
+        pipeline: Any,
+        sources: Any,
+        pipeline_kwargs: Mapping[str, Any] | None = None,
+        sources_modified_after: Any = None,
+        sources_modified_before: Any = None,
+        input_batch_size: int | None = None,
+        max_active_input_batches: int = 1,
+        rayorch_conn_id: str = RayOrchHook.default_conn_name,
+        max_failed_ratio: float = 0.0,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        runtime_env: Mapping[str, Any] | None = None,
+        run_store: str | None = None,
+        ray_address: str | None = None,
+        backend: str = "ray",
+        on_plan_change: str = "fail",
+        outputs_asset_alias: str | None = None,
+        poll_interval: float = 5.0,
+        entrypoint_num_cpus: float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if outputs_asset_alias:
+            outlets = list(kwargs.pop("outlets", None) or [])
+            outlets.append(AssetAlias(outputs_asset_alias))
+            kwargs["outlets"] = outlets
+        super().__init__(**kwargs)
+        if not 0.0 <= float(max_failed_ratio) <= 1.0:
+            raise ValueError(f"max_failed_ratio must be within [0, 1], got {max_failed_ratio}")
+        if input_batch_size is not None and int(input_batch_size) < 1:
+            raise ValueError(f"input_batch_size must be >= 1, got {input_batch_size}")
+        if backend not in ("ray", "local"):
+            raise ValueError(f"backend must be 'ray' or 'local', got {backend!r}")
+        if on_plan_change not in ("fail", "replace"):
+            raise ValueError(f"on_plan_change must be 'fail' or 'replace', got {on_plan_change!r}")
+        self.pipeline = _common.pipeline_spec(pipeline)
+        self.pipeline_kwargs = dict(pipeline_kwargs or {})
+        self.sources = sources
+        self.sources_modified_after = sources_modified_after
+        self.sources_modified_before = sources_modified_before
+        self.input_batch_size = input_batch_size
+        self.max_active_input_batches = int(max_active_input_batches)
+        self.rayorch_conn_id = rayorch_conn_id
+        self.max_failed_ratio = float(max_failed_ratio)
+        self.deferrable = deferrable
+        self.runtime_env = dict(runtime_env or {})
+        self.run_store = run_store
+        self.ray_address = ray_address
+        self.backend = backend
+        self.on_plan_change = on_plan_change
+        self.outputs_asset_alias = outputs_asset_alias
+        self.poll_interval = float(poll_interval)
+        self.entrypoint_num_cpus = entrypoint_num_cpus
+        self._proc: subprocess.Popen[str] | None = None
+        self._job_id: str | None = None
+
+    # -- plumbing ---------------------------------------------------------------------
+    @cached_property
+    def hook(self) -> RayOrchHook:
+        return RayOrchHook(self.rayorch_conn_id, address=self.ray_address)
+
+    def _store(self) -> RunStore:
+        from airflow_provider_rayorch.rayorch.store import RunStore
+
+        return RunStore(self.run_store or self.hook.run_store_uri)
+
+    def _run_id(self, context: Context) -> str:
+        return _common.run_id_from_context(context)
+
+    def _ray_init_kwargs(self) -> dict[str, Any]:
+        """Options for an embedded Ray (the connection's, plus runtime_env/namespace)."""
+        if not self.hook.embedded:
+            return {}
+        kwargs = dict(self.hook.settings.ray_init_kwargs)
+        env = self.hook.runtime_env(self.runtime_env)
+        if env:
+            kwargs["runtime_env"] = env
+        if self.hook.settings.namespace:
+            kwargs.setdefault("namespace", self.hook.settings.namespace)
+        return kwargs
+
+    def prepare(self, context: Context) -> PlanRecord:
+        """Compile here, then write (or reuse) the plan record; nothing is submitted yet."""
+        remote = not self.hook.embedded
+        env = self.hook.runtime_env(self.runtime_env)
+        fingerprint = _common.compile_pipeline(
+            self.pipeline, self.pipeline_kwargs, remote=remote, runtime_env=env
+        )
+        sources = _common.resolve_sources(
+            self.sources,
+            modified_after=self.sources_modified_after,
+            modified_before=self.sources_modified_before,
+        )
+        store = self._store()
+        run_id = self._run_id(context)
+        plan = _common.prepare_plan(
+            store=store,
+            run_id=run_id,
+            spec=self.pipeline,
+            pipeline_kwargs=self.pipeline_kwargs,
+            fingerprint=fingerprint,
+            sources=sources,
+            input_batch_size=self.input_batch_size,
+            max_active_input_batches=self.max_active_input_batches,
+            max_failed_ratio=self.max_failed_ratio,
+            backend=self.backend,
+            ray_init_kwargs=self._ray_init_kwargs(),
+            on_plan_change=self.on_plan_change,
+        )
+        ti = context["ti"]
+        ti.xcom_push(key=RUN_ID_KEY, value=run_id)
+        ti.xcom_push(key=RUN_STORE_KEY, value=store.uri)
+        self.log.info(
+            "Run %s: %d sources in %d microbatch(es), plan %s, run store %s",
+            run_id,
+            len(plan.sources),
+            len(plan.microbatches()),
+            plan.fingerprint[:12],
+            store.run_uri(run_id),
+        )
+        return plan
+
+    # -- execute ---------------------------------------------------------------------
+    def execute(self, context: Context) -> Any:
+        plan = self.prepare(context)
+        if self.hook.embedded:
+            if self.deferrable:
+                self.log.info("Embedded Ray runs in the worker: deferrable has no effect")
+            self._run_embedded(plan)
+            return self.get_job_result(None, context)
+        return self.execute_resumable(context)
+
+    def _run_embedded(self, plan: PlanRecord) -> None:
+        """Run the driver as a child process (its own process group) with a local Ray."""
+        env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS",)}
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        store = self._store()
+        cmd = [
+            sys.executable,
+            "-m",
+            DRIVER_MODULE,
+            "--run-store",
+            store.uri,
+            "--run-id",
+            plan.run_id,
+        ]
+        self.log.info("Starting the embedded driver: %s", " ".join(cmd))
+        self._proc = subprocess.Popen(
+            cmd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        tail: list[str] = []
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            line = line.rstrip("\n")
+            self.log.info("[driver] %s", line)
+            tail = [*tail[-200:], line]
+        code = self._proc.wait()
+        self._proc = None
+        if code != 0:
+            error = _error_line("\n".join(tail)) or {}
+            message = error.get("message") or "\n".join(tail[-20:])
+            raise _driver_exit_error(code, f"driver exited with code {code}: {message}")
+
+    # -- ResumableJobMixin -------------------------------------------------------------
+    def submit_job(self, context: Context) -> str:
+        run_id = self._run_id(context)
+        hook = self.hook
+        active = hook.find_active_job(run_id)
+        if active is not None:
+            self.log.info("Run %s already has an active job %s: attaching to it", run_id, active)
+            self._job_id = active
+            self._push_job(context, active)
+            return active
+        sid = _common.submission_id(run_id, context["ti"].try_number)
+        info = hook.get_job_info(sid)
+        if info is not None:
+            if info["status"] in ACTIVE_STATES:
+                self._push_job(context, sid)
+                return sid
+            sid = f"{sid}-{int(time.time())}"  # Ray refuses to reuse a submission id
+        store = self._store()
+        entrypoint = (
+            f"python -m {DRIVER_MODULE} --run-store {_quote(store.uri)} --run-id {_quote(run_id)}"
+        )
+        ti = context["ti"]
+        metadata = {
+            "rayorch_run_id": run_id,
+            "airflow_dag_id": str(ti.dag_id),
+            "airflow_task_id": str(ti.task_id),
+            "airflow_run_id": str(ti.run_id),
+            "airflow_map_index": str(getattr(ti, "map_index", -1)),
+        }
+        job_id = hook.submit_job(
+            entrypoint,
+            submission_id=sid,
+            runtime_env=self.runtime_env,
+            metadata=metadata,
+            entrypoint_num_cpus=self.entrypoint_num_cpus,
+        )
+        self.log.info("Submitted Ray job %s for run %s", job_id, run_id)
+        self._job_id = job_id
+        self._push_job(context, job_id)
+        return job_id
+
+    def _push_job(self, context: Context, job_id: str) -> None:
+        ti = context["ti"]
+        ti.xcom_push(key=JOB_ID_KEY, value=job_id)
+        url = self.hook.dashboard_job_url(job_id)
+        if url:
+            ti.xcom_push(key=JOB_URL_KEY, value=url)
+            self.log.info("Ray dashboard: %s", url)
+
+    def get_job_status(self, external_id: Any, context: Context) -> str:
+        return self.hook.get_job_status(str(external_id))
+
+    def is_job_active(self, status: str) -> bool:
+        return status in ACTIVE_STATES
+
+    def is_job_succeeded(self, status: str) -> bool:
+        return status == "SUCCEEDED"
+
+    def poll_until_complete(self, external_id: Any, context: Context) -> None:
+        job_id = str(external_id)
+        self._job_id = job_id
+        if self.deferrable:
+            self.defer(
+                trigger=RayOrchJobTrigger(
+                    job_id=job_id,
+                    run_id=self._run_id(context),
+                    run_store=self._store().uri,
+                    rayorch_conn_id=self.rayorch_conn_id,
+                    address=self.ray_address,
+                    poll_interval=self.poll_interval,
+                ),
+                method_name="execute_complete",
+            )
+        self._poll(job_id, context)
+
+    def _poll(self, job_id: str, context: Context) -> None:
+        store, run_id = self._store(), self._run_id(context)
+        printed, seen = 0, -1
+        while True:
+            info = self.hook.get_job_info(job_id)
+            status = "MISSING" if info is None else info["status"]
+            committed = len(store.committed(run_id))
+            if committed != seen:
+                seen = committed
+                self.log.info("Job %s %s: %d microbatch(es) committed", job_id, status, committed)
+            try:
+                logs = self.hook.get_job_logs(job_id)
+            except Exception:  # logs are best effort
+                logs = ""
+            for line in logs.splitlines()[printed:]:
+                self.log.info("[ray job] %s", line)
+            printed = max(printed, len(logs.splitlines()))
+            if info is None or status not in ACTIVE_STATES:
+                break
+            time.sleep(self.poll_interval)
+        if status != "SUCCEEDED":
+            message = "" if info is None else str(info.get("message") or "")
+            raise self._job_error(job_id, status, message, logs)
+
+    def _job_error(self, job_id: str, status: str, message: str, logs: str) -> Exception:
+        error = _error_line(logs)
+        if error is not None and "exit_code" in error:
+            return _driver_exit_error(int(error["exit_code"]), str(error.get("message")))
+        return RayOrchJobFailed(f"Ray job {job_id} ended {status}: {message}")
+
+    def get_job_result(self, external_id: Any, context: Context) -> Any:
+        summary = self._store().read_run_manifest(self._run_id(context))
+        if summary is None:
+            raise RayOrchJobFailed(
+                f"job {external_id} ended without a run manifest for run {self._run_id(context)}"
+            )
+        return self.finish(summary, context)
+
+    def execute_complete(self, context: Context, event: Mapping[str, Any] | None = None) -> Any:
+        if not event or "status" not in event:
+            raise RayOrchJobFailed(f"unexpected trigger event {event!r}")
+        if event["status"] != "success":
+            job_id = str(event.get("job_id"))
+            try:
+                logs = self.hook.get_job_logs(job_id)
+            except Exception:
+                logs = ""
+            raise self._job_error(
+                job_id, str(event.get("job_status")), str(event.get("message")), logs
+            )
+        return self.get_job_result(event.get("job_id"), context)
+
+    # -- result ----------------------------------------------------------------------
+    def finish(self, summary: dict[str, Any], context: Context) -> dict[str, Any]:
+        """Check the failed ratio, emit asset events, and return the summary."""
+        from airflow_provider_rayorch.rayorch.summary import failed_ratio, summary_state
+
+        summary = dict(summary)
+        summary["state"] = summary_state(summary["sources"], self.max_failed_ratio)
+        self._asset_events(summary, context)
+        sources = summary["sources"]
+        self.log.info(
+            "Run %s %s: %d sources, %d present, %d dropped, %d failed, %d suppressed",
+            summary.get("run_id"),
+            summary["state"],
+            sources["total"],
+            sources["present"],
+            sources["dropped"],
+            sources["failed"],
+            sources["suppressed"],
+        )
+        if summary["state"] != "success":
+            context["ti"].xcom_push(key=SUMMARY_KEY, value=summary)
+            first = "; ".join(
+                f"source {f['source']}: {f['cause']}" for f in summary["failures"][:5]
+            )
+            raise RayOrchFailedRatioExceeded(
+                f"failed ratio {failed_ratio(sources):.3f} exceeds max_failed_ratio "
+                f"{self.max_failed_ratio}: {first}"
+            )
+        return summary
+
+    def _asset_events(self, summary: Mapping[str, Any], context: Context) -> None:
+        if not self.outputs_asset_alias:
+            return
+        from airflow.sdk import Asset
+
+        uri = str((summary.get("outputs") or {}).get("uri") or "")
+        if not uri:
+            return
+        if "://" not in uri:
+            uri = f"file://{uri}"
+        extra = {
+            "run_id": summary.get("run_id"),
+            "rows": (summary.get("outputs") or {}).get("rows"),
+        }
+        context["outlet_events"][AssetAlias(self.outputs_asset_alias)].add(
+            Asset(uri=uri, name=f"rayorch:{summary.get('run_id')}"), extra=extra
+        )
+
+    # -- kill ----------------------------------------------------------------------------
+    def on_kill(self) -> None:
+        """Stop the embedded driver's process group, or the Ray job (never delete it)."""
+        if self._proc is not None and self._proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._proc.pid, signal.SIGTERM)
+        if self._job_id:
+            self.hook.stop_job(self._job_id)
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """Output dataset for OpenLineage, when that provider is installed."""
+        try:
+            from airflow.providers.common.compat.openlineage.facet import Dataset
+            from airflow.providers.openlineage.extractors import OperatorLineage
+        except ImportError:
+            return None
+        uri = self._store().uri
+        namespace, _, name = uri.partition("://") if "://" in uri else ("file", "", uri)
+        return OperatorLineage(outputs=[Dataset(namespace=namespace, name=name)])
+
+
+def _quote(value: str) -> str:
+    import shlex
+
+    return shlex.quote(value)

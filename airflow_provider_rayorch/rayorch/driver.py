@@ -1,0 +1,217 @@
+"""The Ray job entrypoint: run one stored plan against a run store.
+
+::
+
+    python -m airflow_provider_rayorch.rayorch.driver --run-store URI --run-id ID
+
+The driver loads the plan record, imports ``pipeline`` ("pkg.module:Factory"),
+builds and compiles it, and refuses to run (exit code 3) when the compiled
+fingerprint differs from the stored one: the code on this machine is not the code
+the plan was made from, and outputs of two plans are never mixed. It then streams
+the source microbatches that are not committed yet, writes each one's outputs and
+then its manifest, and finally the run manifest. Started again for the same run it
+skips every committed microbatch: nothing is recomputed or duplicated.
+
+Progress is printed as ``RAYORCH_EVENT {json}`` lines; a fatal problem as one
+``RAYORCH_ERROR {json}`` line before a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_rayorch.rayorch import summary as summaries
+from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore, rows_of
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+__all__ = [
+    "EXIT_COMPILE",
+    "EXIT_ERROR",
+    "EXIT_IMPORT",
+    "EXIT_PLAN_CHANGED",
+    "DriverError",
+    "import_factory",
+    "main",
+    "run_plan",
+]
+
+EXIT_ERROR = 1
+EXIT_PLAN_CHANGED = 3
+EXIT_IMPORT = 4
+EXIT_COMPILE = 5
+
+IMPORT_HINT = (
+    "Pipelines must live in a module the Ray workers can import: ship it with the job's "
+    "runtime_env (`py_modules` or `working_dir`, in the connection's extra or the "
+    "operator's `runtime_env`) or install it on every node; a class defined inside a DAG "
+    "file cannot be imported on a cluster."
+)
+
+
+class DriverError(Exception):
+    """A run cannot start; ``exit_code`` tells the caller why."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def import_factory(spec: str) -> Callable[..., Any]:
+    """Resolve ``"pkg.module:Factory"`` (or ``"pkg.module.Factory"``)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep:
+        module_name, _, attr = spec.rpartition(".")
+    if not module_name or not attr:
+        raise DriverError(f"pipeline {spec!r} is not of the form 'pkg.module:Factory'", EXIT_IMPORT)
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise DriverError(
+            f"cannot import pipeline {spec!r}: {exc}. {IMPORT_HINT}", EXIT_IMPORT
+        ) from exc
+    if not callable(obj):
+        raise DriverError(f"pipeline {spec!r} is not callable", EXIT_IMPORT)
+    return obj
+
+
+def _engine() -> Any:
+    """The engine module (a seam for tests)."""
+    import airflow_provider_rayorch.rayorch as ro
+
+    return ro
+
+
+def _emit(kind: str, payload: dict[str, Any]) -> None:
+    print(f"RAYORCH_{kind} {json.dumps(payload, sort_keys=True)}", flush=True)
+
+
+def build_pipeline(plan: PlanRecord) -> tuple[Any, str]:
+    """Import, build and compile the plan's pipeline; returns it and its fingerprint."""
+    ro = _engine()
+    factory = import_factory(plan.pipeline)
+    pipeline = factory(**plan.pipeline_kwargs)
+    try:
+        compiled = pipeline.compile()
+    except ro.CompileError as exc:
+        raise DriverError(
+            f"pipeline {plan.pipeline!r} does not compile: {exc}", EXIT_COMPILE
+        ) from exc
+    return pipeline, str(compiled.fingerprint)
+
+
+def _commit(store: RunStore, plan: PlanRecord, mb: Any) -> dict[str, Any]:
+    outputs = mb.outputs if isinstance(mb.outputs, tuple) else (mb.outputs,)
+    names: Sequence[str] = tuple(mb.output_names) or tuple(
+        "out" if len(outputs) == 1 else f"out{i}" for i in range(len(outputs))
+    )
+    for name, port_outputs in zip(names, outputs, strict=True):
+        store.write_outputs(plan.run_id, mb.index, name, mb.first_source, rows_of(port_outputs))
+    manifest = dict(mb.lineage(max_failed_ratio=plan.max_failed_ratio))
+    manifest.update(run_id=plan.run_id, pipeline=plan.pipeline, fingerprint=plan.fingerprint)
+    manifest["outputs"] = {
+        **dict(manifest.get("outputs") or {}),
+        "uri": store.outputs_uri(plan.run_id, mb.index),
+        "ports": list(names),
+    }
+    store.commit_microbatch(plan.run_id, mb.index, manifest)
+    return manifest
+
+
+def run_plan(store: RunStore, run_id: str, *, address: str | None = None) -> dict[str, Any]:
+    """Run (or resume) one stored plan; returns the run lineage summary."""
+    started = time.monotonic()
+    plan = store.read_plan(run_id)
+    if plan is None:
+        raise DriverError(f"no plan record for run {run_id!r} in {store.uri}")
+    pipeline, fingerprint = build_pipeline(plan)
+    if fingerprint != plan.fingerprint:
+        raise DriverError(
+            f"run {run_id!r}: the pipeline compiled here has fingerprint {fingerprint}, the "
+            f"stored plan has {plan.fingerprint}; refusing to mix outputs of two plans. Ship "
+            "the same pipeline code to the cluster, or start a new run.",
+            EXIT_PLAN_CHANGED,
+        )
+    committed = store.committed(run_id)
+    pending = [d for d in plan.microbatches() if d["index"] not in committed]
+    _emit(
+        "EVENT",
+        {
+            "event": "start",
+            "run_id": run_id,
+            "committed": sorted(committed),
+            "pending": [d["index"] for d in pending],
+        },
+    )
+    if pending:
+        store.clear_run_manifest(run_id)
+        ro = _engine()
+        with ro.Executor(
+            pipeline,
+            address=address,
+            backend=plan.backend,
+            ray_init_kwargs=plan.ray_init_kwargs or None,
+        ) as executor:
+            stream = executor.stream(
+                list(plan.sources),
+                input_batch_size=plan.batch_size,
+                max_active_input_batches=plan.max_active_input_batches,
+                skip_microbatches=committed,
+            )
+            for mb in stream:
+                if mb.index in committed:
+                    continue
+                manifest = _commit(store, plan, mb)
+                _emit(
+                    "EVENT",
+                    {
+                        "event": "microbatch",
+                        "index": mb.index,
+                        "state": manifest["state"],
+                        "sources": manifest["sources"],
+                    },
+                )
+    result = summaries.run_summary(
+        store.manifests(run_id),
+        elapsed_s=time.monotonic() - started,
+        run_id=run_id,
+        pipeline=plan.pipeline,
+        fingerprint=plan.fingerprint,
+        outputs_uri=store.outputs_uri(run_id),
+        max_failed_ratio=plan.max_failed_ratio,
+    )
+    store.write_run_manifest(run_id, result)
+    _emit(
+        "EVENT",
+        {"event": "end", "run_id": run_id, "state": result["state"], "sources": result["sources"]},
+    )
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="airflow_provider_rayorch.rayorch.driver")
+    parser.add_argument("--run-store", required=True, help="run store URI")
+    parser.add_argument("--run-id", required=True)
+    parser.add_argument("--address", default=None, help="Ray address (default: the job's)")
+    args = parser.parse_args(argv)
+    try:
+        # Inside a Ray job RAY_ADDRESS names the cluster; without it the engine starts a local Ray.
+        address = args.address or os.environ.get("RAY_ADDRESS") or None
+        run_plan(RunStore(args.run_store), args.run_id, address=address)
+    except DriverError as exc:
+        _emit("ERROR", {"message": str(exc), "exit_code": exc.exit_code})
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

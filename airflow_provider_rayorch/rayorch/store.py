@@ -1,0 +1,346 @@
+"""The run store: plan records, per-microbatch outputs and manifests, run manifests.
+
+A run store is a filesystem URI (a local path, ``file://``, ``s3://``, ``gs://``, ...)
+opened through :mod:`pyarrow.fs`. Layout of one run::
+
+    <root>/<run_id>/plan.json                         the plan record (written first)
+    <root>/<run_id>/outputs/mb-00003/<port>.parquet   one file per microbatch and output Port
+    <root>/<run_id>/manifests/mb-00003.json           microbatch manifest (lineage summary)
+    <root>/<run_id>/run.json                          run manifest (run lineage summary)
+
+A microbatch is *committed* iff its manifest exists. The manifest is written after
+its outputs, atomically: a temporary file renamed into place on local disks, a
+single object put on object stores. A restarted driver skips committed microbatches.
+
+Output Parquet files hold the columns ``source`` (global 0-based source index),
+``outcome`` (``present``/``dropped``/``failed``/``suppressed``), ``cause`` (null when
+present) and ``value``: native when pyarrow types the values losslessly, otherwise
+JSON text. The schema metadata key ``rayorch.value_encoding`` says which.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import posixpath
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from datetime import datetime
+
+__all__ = [
+    "ENCODING_KEY",
+    "PlanRecord",
+    "RunStore",
+    "StoreError",
+    "glob_uris",
+    "microbatch_count",
+]
+
+#: Parquet schema metadata key naming how the ``value`` column is encoded.
+ENCODING_KEY = b"rayorch.value_encoding"
+_PLAN = "plan.json"
+_RUN = "run.json"
+_GLOB_CHARS = "*?["
+
+
+class StoreError(Exception):
+    """A run store is unreadable, or holds something this version cannot use."""
+
+
+def microbatch_count(total_sources: int, input_batch_size: int | None) -> int:
+    """How many source microbatches ``total_sources`` rows make."""
+    if total_sources <= 0:
+        return 0
+    size = input_batch_size or total_sources
+    return -(-total_sources // size)
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    """Everything a driver needs to (re)run one plan; stored as ``plan.json``."""
+
+    run_id: str
+    pipeline: str
+    fingerprint: str
+    sources: list[Any]
+    input_batch_size: int | None = None
+    max_active_input_batches: int = 1
+    pipeline_kwargs: dict[str, Any] = field(default_factory=dict)
+    max_failed_ratio: float = 0.0
+    backend: str = "ray"
+    ray_init_kwargs: dict[str, Any] = field(default_factory=dict)
+    created_at: str = ""
+    version: int = 1
+
+    @property
+    def batch_size(self) -> int:
+        """The effective source microbatch size."""
+        return self.input_batch_size or max(len(self.sources), 1)
+
+    def microbatches(self) -> list[dict[str, int]]:
+        """Descriptors ``{"index", "first_source", "count"}`` of every source microbatch."""
+        size, total = self.batch_size, len(self.sources)
+        return [
+            {"index": i, "first_source": i * size, "count": min(size, total - i * size)}
+            for i in range(microbatch_count(total, size))
+        ]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> PlanRecord:
+        data = json.loads(text)
+        if data.get("version") != 1:
+            raise StoreError(f"unsupported plan record version {data.get('version')!r}")
+        return cls(**data)
+
+
+def _split_uri(uri: str) -> tuple[pafs.FileSystem, str]:
+    if "://" not in uri:
+        return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(uri))
+    fs, path = pafs.FileSystem.from_uri(uri)
+    return fs, path.rstrip("/") or "/"
+
+
+def _join_uri(uri: str, *parts: str) -> str:
+    return posixpath.join(uri.rstrip("/"), *parts) if "://" in uri else os.path.join(uri, *parts)
+
+
+def glob_uris(
+    pattern: str,
+    *,
+    modified_after: datetime | None = None,
+    modified_before: datetime | None = None,
+) -> list[str]:
+    """Files matching a glob (``s3://bucket/in/*.pdf``, ``/data/**/x?.mp4``), sorted.
+
+    ``modified_after`` (inclusive) and ``modified_before`` (exclusive) filter on the
+    file's modification time, for example an Airflow data interval. Results keep the
+    pattern's scheme, so they can be passed on as sources.
+    """
+    cut = min((pattern.find(c) for c in _GLOB_CHARS if c in pattern), default=-1)
+    if cut < 0:
+        base_uri = pattern
+        fs, base = _split_uri(base_uri)
+        info = fs.get_file_info(base)
+        return [pattern] if info.type == pafs.FileType.File else []
+    base_uri = pattern[: pattern.rfind("/", 0, cut) + 1] or "."
+    fs, base = _split_uri(base_uri)
+    _, full = _split_uri(pattern) if "://" in pattern else (fs, os.path.abspath(pattern))
+    if fs.get_file_info(base).type != pafs.FileType.Directory:
+        return []
+    infos = fs.get_file_info(pafs.FileSelector(base, recursive=True))
+    prefix = pattern[: pattern.find("://") + 3] if "://" in pattern else ""
+    matched: list[str] = []
+    for info in infos:
+        if info.type != pafs.FileType.File:
+            continue
+        if not fnmatch.fnmatchcase(info.path, full.replace("**/", "*")):
+            continue
+        mtime = info.mtime
+        if mtime is not None and modified_after is not None and mtime < modified_after:
+            continue
+        if mtime is not None and modified_before is not None and mtime >= modified_before:
+            continue
+        matched.append(prefix + info.path if prefix else info.path)
+    return sorted(matched)
+
+
+def _encode_values(values: Sequence[Any]) -> tuple[pa.Array, str]:
+    """The ``value`` column: native if pyarrow round-trips the values exactly, else JSON."""
+    try:
+        native = pa.array(list(values))
+        if native.to_pylist() == list(values):
+            return native, "native"
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        pass
+    text = [None if v is None else json.dumps(v, default=_json_default) for v in values]
+    return pa.array(text, type=pa.string()), "json"
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return {"__bytes_hex__": value.hex()}
+    if isinstance(value, tuple | set | frozenset):
+        return list(value)
+    if hasattr(value, "tolist"):  # numpy arrays and scalars
+        return value.tolist()
+    return repr(value)
+
+
+class RunStore:
+    """One run store root; every method takes the run id it works on."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri if "://" in uri else os.path.abspath(os.path.expanduser(uri))
+        self.fs, self.root = _split_uri(uri)
+        self._atomic_rename = isinstance(self.fs, pafs.LocalFileSystem)
+
+    def __repr__(self) -> str:
+        return f"RunStore({self.uri!r})"
+
+    # -- paths -------------------------------------------------------------------
+    def run_uri(self, run_id: str) -> str:
+        """The URI of one run's directory."""
+        return _join_uri(self.uri, run_id)
+
+    def outputs_uri(self, run_id: str, index: int | None = None) -> str:
+        """Where a run's (or one microbatch's) output Parquet files live."""
+        base = _join_uri(self.uri, run_id, "outputs")
+        return base if index is None else _join_uri(base, f"mb-{index:05d}")
+
+    def _path(self, run_id: str, *parts: str) -> str:
+        return posixpath.join(self.root, run_id, *parts)
+
+    def _manifest_path(self, run_id: str, index: int) -> str:
+        return self._path(run_id, "manifests", f"mb-{index:05d}.json")
+
+    # -- raw I/O -----------------------------------------------------------------
+    def _exists(self, path: str) -> bool:
+        return bool(self.fs.get_file_info(path).type == pafs.FileType.File)
+
+    def _read_text(self, path: str) -> str | None:
+        try:
+            with self.fs.open_input_stream(path) as f:
+                return bytes(f.read()).decode("utf-8")
+        except FileNotFoundError:
+            return None
+
+    def _write_atomic(self, path: str, data: bytes) -> None:
+        self.fs.create_dir(posixpath.dirname(path), recursive=True)
+        if not self._atomic_rename:  # object stores: one put is atomic
+            with self.fs.open_output_stream(path) as f:
+                f.write(data)
+            return
+        tmp = f"{path}.tmp-{uuid.uuid4().hex}"
+        with self.fs.open_output_stream(tmp) as f:
+            f.write(data)
+        self.fs.move(tmp, path)
+
+    # -- plan ----------------------------------------------------------------------
+    def write_plan(self, plan: PlanRecord) -> None:
+        self._write_atomic(self._path(plan.run_id, _PLAN), plan.to_json().encode())
+
+    def read_plan(self, run_id: str) -> PlanRecord | None:
+        text = self._read_text(self._path(run_id, _PLAN))
+        return None if text is None else PlanRecord.from_json(text)
+
+    def delete_run(self, run_id: str) -> None:
+        """Remove everything stored for ``run_id``."""
+        path = self._path(run_id)
+        if self.fs.get_file_info(path).type == pafs.FileType.Directory:
+            self.fs.delete_dir(path)
+
+    # -- microbatches ------------------------------------------------------------
+    def committed(self, run_id: str) -> frozenset[int]:
+        """Indices of the committed microbatches (those whose manifest exists)."""
+        base = self._path(run_id, "manifests")
+        selector = pafs.FileSelector(base, allow_not_found=True)
+        found: set[int] = set()
+        for info in self.fs.get_file_info(selector):
+            name = info.base_name
+            if (
+                info.type == pafs.FileType.File
+                and name.startswith("mb-")
+                and name.endswith(".json")
+            ):
+                found.add(int(name[3:-5]))
+        return frozenset(found)
+
+    def read_manifest(self, run_id: str, index: int) -> dict[str, Any] | None:
+        text = self._read_text(self._manifest_path(run_id, index))
+        return None if text is None else dict(json.loads(text))
+
+    def manifests(self, run_id: str) -> list[dict[str, Any]]:
+        """Every committed microbatch manifest, by index."""
+        found = (self.read_manifest(run_id, i) for i in sorted(self.committed(run_id)))
+        return [m for m in found if m is not None]
+
+    def write_outputs(
+        self,
+        run_id: str,
+        index: int,
+        port: str,
+        first_source: int,
+        rows: Sequence[tuple[str, str | None, Any]],
+    ) -> str:
+        """Write one microbatch's rows of one output Port; returns the file's URI.
+
+        ``rows`` holds ``(outcome, cause, value)`` per source row in order.
+        """
+        values = [value if outcome == "present" else None for outcome, _, value in rows]
+        value_col, encoding = _encode_values(values)
+        table = pa.table(
+            {
+                "source": pa.array(range(first_source, first_source + len(rows)), pa.int64()),
+                "outcome": pa.array([r[0] for r in rows], pa.string()),
+                "cause": pa.array([r[1] for r in rows], pa.string()),
+                "value": value_col,
+            }
+        ).replace_schema_metadata({ENCODING_KEY: encoding.encode()})
+        path = self._path(run_id, "outputs", f"mb-{index:05d}", f"{port}.parquet")
+        self.fs.create_dir(posixpath.dirname(path), recursive=True)
+        # A half-written output file is harmless: without a manifest it is rewritten.
+        pq.write_table(table, path, filesystem=self.fs)
+        return _join_uri(self.outputs_uri(run_id, index), f"{port}.parquet")
+
+    def commit_microbatch(self, run_id: str, index: int, manifest: dict[str, Any]) -> None:
+        """Write a microbatch manifest atomically; from now on the microbatch is committed."""
+        data = json.dumps(manifest, sort_keys=True).encode()
+        self._write_atomic(self._manifest_path(run_id, index), data)
+
+    def read_outputs(self, run_id: str, port: str = "out") -> list[dict[str, Any]]:
+        """Every committed row of one output Port, by source index.
+
+        Each row is ``{"source", "outcome", "cause", "value"}`` with ``value`` decoded.
+        """
+        rows: list[dict[str, Any]] = []
+        for index in sorted(self.committed(run_id)):
+            path = self._path(run_id, "outputs", f"mb-{index:05d}", f"{port}.parquet")
+            table = pq.read_table(path, filesystem=self.fs)
+            encoding = (table.schema.metadata or {}).get(ENCODING_KEY, b"native").decode()
+            for row in table.to_pylist():
+                if encoding == "json" and row["value"] is not None:
+                    row["value"] = json.loads(row["value"])
+                rows.append(row)
+        rows.sort(key=lambda r: int(r["source"]))
+        return rows
+
+    # -- run manifest ----------------------------------------------------------------
+    def write_run_manifest(self, run_id: str, summary: dict[str, Any]) -> None:
+        data = json.dumps(summary, sort_keys=True).encode()
+        self._write_atomic(self._path(run_id, _RUN), data)
+
+    def read_run_manifest(self, run_id: str) -> dict[str, Any] | None:
+        text = self._read_text(self._path(run_id, _RUN))
+        return None if text is None else dict(json.loads(text))
+
+    def clear_run_manifest(self, run_id: str) -> None:
+        """Forget a previous run manifest (a resumed run writes a new one)."""
+        path = self._path(run_id, _RUN)
+        if self._exists(path):
+            self.fs.delete_file(path)
+
+
+def rows_of(outputs: Iterable[Any]) -> list[tuple[str, str | None, Any]]:
+    """Turn engine outputs (values and ``OutputIssue``s) into ``(outcome, cause, value)``."""
+    from airflow_provider_rayorch.rayorch.outcomes import OutputIssue
+
+    rows: list[tuple[str, str | None, Any]] = []
+    for item in outputs:
+        if isinstance(item, OutputIssue):
+            cause = None if item.cause is None else str(item.cause)
+            rows.append((str(item.outcome.value), cause, None))
+        else:
+            rows.append(("present", None, item))
+    return rows

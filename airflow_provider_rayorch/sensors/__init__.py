@@ -1,0 +1,1 @@
+"""sensors of the RayOrch Airflow provider."""

@@ -1,0 +1,238 @@
+"""Sensors of the per-microbatch pattern: one per source microbatch, and one for the run."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseSensorOperator, PokeReturnValue
+
+from airflow_provider_rayorch.exceptions import (
+    RayOrchFailedRatioExceeded,
+    RayOrchJobFailed,
+)
+from airflow_provider_rayorch.hooks.rayorch import TERMINAL_STATES, RayOrchHook
+from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger, RayOrchMicrobatchTrigger
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from airflow.sdk import Context
+
+    from airflow_provider_rayorch.rayorch.store import RunStore
+
+__all__ = ["MICROBATCH_MAP_INDEX_TEMPLATE", "RayOrchMicrobatchSensor", "RayOrchRunSensor"]
+
+SUMMARY_KEY = "rayorch_summary"
+
+#: Default label of a mapped microbatch task: its source range.
+MICROBATCH_MAP_INDEX_TEMPLATE = (
+    "mb {{ task.microbatch['index'] }}: sources {{ task.microbatch['first_source'] }}"
+    "-{{ task.microbatch['first_source'] + task.microbatch['count'] - 1 }}"
+)
+
+
+def _push_failed(context: Context, summary: Mapping[str, Any]) -> None:
+    ti = context["ti"]
+    ti.xcom_push(key=SUMMARY_KEY, value=dict(summary))
+    ti.xcom_push(key="return_value", value=dict(summary))
+
+
+def judge(summary: Mapping[str, Any], max_failed_ratio: float, context: Context) -> dict[str, Any]:
+    """Re-evaluate ``state`` against ``max_failed_ratio``; raise (after pushing it) if failed."""
+    from airflow_provider_rayorch.rayorch.summary import failed_ratio, summary_state
+
+    result = dict(summary)
+    result["state"] = summary_state(result["sources"], max_failed_ratio)
+    if result["state"] != "success":
+        _push_failed(context, result)
+        causes = "; ".join(f"source {f['source']}: {f['cause']}" for f in result["failures"][:5])
+        raise RayOrchFailedRatioExceeded(
+            f"failed ratio {failed_ratio(result['sources']):.3f} exceeds max_failed_ratio "
+            f"{max_failed_ratio}: {causes}"
+        )
+    return result
+
+
+class RayOrchMicrobatchSensor(BaseSensorOperator):
+    """Succeeds as soon as its source microbatch's manifest commits; returns its summary.
+
+    Fails when the microbatch's own failed ratio exceeds ``max_failed_ratio`` (its
+    summary is still pushed to XCom), or when the job ends without committing it.
+    Meant to be mapped over a :class:`RayOrchSubmitOperator`'s return value.
+
+    :param microbatch: a descriptor ``{"index", "first_source", "count"}``.
+    :param run_id: the run (XCom ``rayorch_run_id`` of the submit task; templated).
+    :param run_store: the run store URI (XCom ``rayorch_run_store``; templated).
+    :param job_id: the Ray job (XCom ``rayorch_job_id``), watched for an early end.
+    """
+
+    template_fields: Sequence[str] = ("microbatch", "run_id", "run_store", "job_id", "ray_address")
+    ui_color = "#e3f1fd"
+
+    def __init__(
+        self,
+        *,
+        microbatch: Any,
+        run_id: str,
+        run_store: str,
+        job_id: str | None = None,
+        rayorch_conn_id: str = RayOrchHook.default_conn_name,
+        ray_address: str | None = None,
+        max_failed_ratio: float = 0.0,
+        deferrable: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("poke_interval", 5.0)
+        kwargs.setdefault("map_index_template", MICROBATCH_MAP_INDEX_TEMPLATE)
+        super().__init__(**kwargs)
+        self.microbatch = microbatch
+        self.run_id = run_id
+        self.run_store = run_store
+        self.job_id = job_id
+        self.rayorch_conn_id = rayorch_conn_id
+        self.ray_address = ray_address
+        self.max_failed_ratio = float(max_failed_ratio)
+        self.deferrable = deferrable
+
+    @property
+    def index(self) -> int:
+        return int(self.microbatch["index"])
+
+    @cached_property
+    def hook(self) -> RayOrchHook:
+        return RayOrchHook(self.rayorch_conn_id, address=self.ray_address)
+
+    def _store(self) -> RunStore:
+        from airflow_provider_rayorch.rayorch.store import RunStore
+
+        return RunStore(self.run_store)
+
+    def execute(self, context: Context) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
+        manifest = self._store().read_manifest(self.run_id, self.index)
+        if manifest is not None:
+            return judge(manifest, self.max_failed_ratio, context)
+        self.defer(
+            trigger=RayOrchMicrobatchTrigger(
+                run_id=self.run_id,
+                run_store=self.run_store,
+                index=self.index,
+                job_id=self.job_id or None,
+                rayorch_conn_id=self.rayorch_conn_id,
+                address=self.ray_address,
+                poll_interval=self.poke_interval,
+            ),
+            method_name="execute_complete",
+            timeout=self.execution_timeout,
+        )
+
+    def poke(self, context: Context) -> PokeReturnValue:
+        store = self._store()
+        manifest = store.read_manifest(self.run_id, self.index)
+        if manifest is None and self.job_id:
+            status = self.hook.get_job_status(self.job_id)
+            if status in TERMINAL_STATES or status == "MISSING":
+                manifest = store.read_manifest(self.run_id, self.index)
+                if manifest is None:
+                    raise RayOrchJobFailed(
+                        f"Ray job {self.job_id} ended {status} before microbatch {self.index} "
+                        f"of run {self.run_id} committed"
+                    )
+        if manifest is None:
+            return PokeReturnValue(is_done=False)
+        return PokeReturnValue(
+            is_done=True, xcom_value=judge(manifest, self.max_failed_ratio, context)
+        )
+
+    def execute_complete(self, context: Context, event: Mapping[str, Any] | None = None) -> Any:
+        if not event or event.get("status") not in ("committed", "error"):
+            raise RayOrchJobFailed(f"unexpected trigger event {event!r}")
+        if event["status"] == "error":
+            raise RayOrchJobFailed(str(event.get("message")))
+        if int(event.get("index", -1)) != self.index:
+            raise RayOrchJobFailed(f"event for microbatch {event.get('index')}, not {self.index}")
+        return judge(event["summary"], self.max_failed_ratio, context)
+
+
+class RayOrchRunSensor(BaseSensorOperator):
+    """Waits for the run's Ray job to end and returns the run lineage summary.
+
+    Does not judge the failed ratio (the microbatch sensors do); fails only when the
+    job ended without writing a run manifest.
+    """
+
+    template_fields: Sequence[str] = ("run_id", "run_store", "job_id", "ray_address")
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        run_store: str,
+        job_id: str | None,
+        rayorch_conn_id: str = RayOrchHook.default_conn_name,
+        ray_address: str | None = None,
+        deferrable: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("poke_interval", 5.0)
+        super().__init__(**kwargs)
+        self.run_id = run_id
+        self.run_store = run_store
+        self.job_id = job_id
+        self.rayorch_conn_id = rayorch_conn_id
+        self.ray_address = ray_address
+        self.deferrable = deferrable
+
+    def _summary(self) -> dict[str, Any] | None:
+        from airflow_provider_rayorch.rayorch.store import RunStore
+
+        return RunStore(self.run_store).read_run_manifest(self.run_id)
+
+    def _ended(self) -> bool:
+        if not self.job_id:
+            return True
+        hook = RayOrchHook(self.rayorch_conn_id, address=self.ray_address)
+        return hook.get_job_status(self.job_id) not in ("PENDING", "RUNNING")
+
+    def execute(self, context: Context) -> Any:
+        if not self.deferrable or not self.job_id:
+            return super().execute(context)
+        if self._ended():
+            return self._result()
+        self.defer(
+            trigger=RayOrchJobTrigger(
+                job_id=self.job_id,
+                run_id=self.run_id,
+                run_store=self.run_store,
+                rayorch_conn_id=self.rayorch_conn_id,
+                address=self.ray_address,
+                poll_interval=self.poke_interval,
+                tail_logs=False,
+            ),
+            method_name="execute_complete",
+            timeout=self.execution_timeout,
+        )
+
+    def poke(self, context: Context) -> PokeReturnValue:
+        if not self._ended():
+            return PokeReturnValue(is_done=False)
+        return PokeReturnValue(is_done=True, xcom_value=self._result())
+
+    def _result(self) -> dict[str, Any]:
+        summary = self._summary()
+        if summary is None:
+            raise RayOrchJobFailed(f"run {self.run_id} ended without a run manifest")
+        return summary
+
+    def execute_complete(self, context: Context, event: Mapping[str, Any] | None = None) -> Any:
+        if not event or "status" not in event:
+            raise RayOrchJobFailed(f"unexpected trigger event {event!r}")
+        summary = self._summary()
+        if summary is None:
+            raise RayOrchJobFailed(
+                f"Ray job {event.get('job_id')} ended {event.get('job_status')} without a run "
+                f"manifest: {event.get('message')}"
+            )
+        return summary

@@ -1,0 +1,1 @@
+"""triggers of the RayOrch Airflow provider."""

@@ -1,0 +1,229 @@
+"""Triggers: wait for a RayOrch Ray job, or for one source microbatch, asynchronously.
+
+Both only use async I/O in ``run()``: the Jobs API through aiohttp and the run store
+through ``asyncio.to_thread``. Job logs are tailed separately from the status poll,
+since the end of a log stream is not the end of a job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_provider_rayorch.exceptions import RayOrchClusterError
+from airflow_provider_rayorch.hooks.rayorch import TERMINAL_STATES, RayOrchHook
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+__all__ = ["RayOrchJobTrigger", "RayOrchMicrobatchTrigger"]
+
+#: Consecutive failed status polls before a trigger gives up.
+MAX_POLL_ERRORS = 5
+
+
+def _positive(name: str, value: float) -> float:
+    value = float(value)
+    if value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    return value
+
+
+class RayOrchJobTrigger(BaseTrigger):
+    """Fires once the Ray job of a run ends; logs committed microbatches and job logs.
+
+    Event payload: ``{"status": "success"|"error", "run_id", "job_id", "job_status",
+    "message"}``.
+    """
+
+    def __init__(
+        self,
+        *,
+        job_id: str,
+        run_id: str,
+        run_store: str,
+        rayorch_conn_id: str = RayOrchHook.default_conn_name,
+        address: str | None = None,
+        poll_interval: float = 5.0,
+        tail_logs: bool = True,
+    ) -> None:
+        super().__init__()
+        if not job_id or not run_id or not run_store:
+            raise ValueError("job_id, run_id and run_store are required")
+        self.job_id = str(job_id)
+        self.run_id = str(run_id)
+        self.run_store = str(run_store)
+        self.rayorch_conn_id = str(rayorch_conn_id)
+        self.address = address or None
+        self.poll_interval = _positive("poll_interval", poll_interval)
+        self.tail_logs = bool(tail_logs)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "job_id": self.job_id,
+                "run_id": self.run_id,
+                "run_store": self.run_store,
+                "rayorch_conn_id": self.rayorch_conn_id,
+                "address": self.address,
+                "poll_interval": self.poll_interval,
+                "tail_logs": self.tail_logs,
+            },
+        )
+
+    def _hook(self) -> RayOrchHook:
+        return RayOrchHook(self.rayorch_conn_id, address=self.address)
+
+    async def _tail(self, hook: RayOrchHook) -> None:
+        try:
+            async for chunk in hook.atail_job_logs(self.job_id):
+                for line in chunk.splitlines():
+                    self.log.info("[ray job %s] %s", self.job_id, line)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # logs are best effort; the status poll decides
+            self.log.info("log tail of %s ended: %s", self.job_id, exc)
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        from airflow_provider_rayorch.rayorch.store import RunStore
+
+        hook = self._hook()
+        store = RunStore(self.run_store)
+        tail = asyncio.create_task(self._tail(hook)) if self.tail_logs else None
+        errors, seen = 0, -1
+        try:
+            while True:
+                try:
+                    info = await hook.aget_job_info(self.job_id)
+                    errors = 0
+                except RayOrchClusterError as exc:
+                    errors += 1
+                    if errors >= MAX_POLL_ERRORS:
+                        yield TriggerEvent(self._event("error", "UNKNOWN", str(exc)))
+                        return
+                    await asyncio.sleep(self.poll_interval)
+                    continue
+                committed = await asyncio.to_thread(store.committed, self.run_id)
+                if len(committed) != seen:
+                    seen = len(committed)
+                    self.log.info("run %s: %d microbatch(es) committed", self.run_id, seen)
+                status = "MISSING" if info is None else str(info.get("status"))
+                if status in TERMINAL_STATES or info is None:
+                    message = "" if info is None else str(info.get("message") or "")
+                    if info is None:
+                        message = f"the cluster does not know job {self.job_id}"
+                    state = "success" if status == "SUCCEEDED" else "error"
+                    yield TriggerEvent(self._event(state, status, message))
+                    return
+                await asyncio.sleep(self.poll_interval)
+        finally:
+            if tail is not None:
+                tail.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await tail
+
+    def _event(self, status: str, job_status: str, message: str) -> dict[str, Any]:
+        return {
+            "status": status,
+            "run_id": self.run_id,
+            "job_id": self.job_id,
+            "job_status": job_status,
+            "message": message,
+        }
+
+    async def on_kill(self) -> None:
+        """The user killed the deferred task: stop (never delete) the Ray job."""
+        await self._hook().astop_job(self.job_id)
+
+
+class RayOrchMicrobatchTrigger(BaseTrigger):
+    """Fires as soon as one source microbatch's manifest commits.
+
+    Event payload: ``{"status": "committed", "index", "summary"}``, or
+    ``{"status": "error", "index", "message"}`` when the job ended without it.
+    """
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        run_store: str,
+        index: int,
+        job_id: str | None = None,
+        rayorch_conn_id: str = RayOrchHook.default_conn_name,
+        address: str | None = None,
+        poll_interval: float = 5.0,
+    ) -> None:
+        super().__init__()
+        if not run_id or not run_store:
+            raise ValueError("run_id and run_store are required")
+        if int(index) < 0:
+            raise ValueError(f"index must be >= 0, got {index}")
+        self.run_id = str(run_id)
+        self.run_store = str(run_store)
+        self.index = int(index)
+        self.job_id = str(job_id) if job_id else None
+        self.rayorch_conn_id = str(rayorch_conn_id)
+        self.address = address or None
+        self.poll_interval = _positive("poll_interval", poll_interval)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "run_id": self.run_id,
+                "run_store": self.run_store,
+                "index": self.index,
+                "job_id": self.job_id,
+                "rayorch_conn_id": self.rayorch_conn_id,
+                "address": self.address,
+                "poll_interval": self.poll_interval,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        from airflow_provider_rayorch.rayorch.store import RunStore
+
+        store = RunStore(self.run_store)
+        hook = RayOrchHook(self.rayorch_conn_id, address=self.address) if self.job_id else None
+        errors = 0
+        while True:
+            manifest = await asyncio.to_thread(store.read_manifest, self.run_id, self.index)
+            if manifest is not None:
+                yield TriggerEvent(
+                    {"status": "committed", "index": self.index, "summary": manifest}
+                )
+                return
+            if hook is not None and self.job_id is not None:
+                try:
+                    status = await hook.aget_job_status(self.job_id)
+                    errors = 0
+                except RayOrchClusterError as exc:
+                    errors += 1
+                    status = "UNKNOWN"
+                    if errors >= MAX_POLL_ERRORS:
+                        yield TriggerEvent(
+                            {"status": "error", "index": self.index, "message": str(exc)}
+                        )
+                        return
+                if status in TERMINAL_STATES or status == "MISSING":
+                    manifest = await asyncio.to_thread(store.read_manifest, self.run_id, self.index)
+                    if manifest is not None:
+                        yield TriggerEvent(
+                            {"status": "committed", "index": self.index, "summary": manifest}
+                        )
+                    else:
+                        yield TriggerEvent(
+                            {
+                                "status": "error",
+                                "index": self.index,
+                                "message": f"Ray job {self.job_id} ended {status} before "
+                                f"microbatch {self.index} of run {self.run_id} committed",
+                            }
+                        )
+                    return
+            await asyncio.sleep(self.poll_interval)
