@@ -1,0 +1,39 @@
+"""RayOrch: lineage-controlled multi-grain dataflows on Ray.
+
+Write a ``Pipeline`` whose ``forward`` wires ``RayModule`` Calls and the
+structural primitives of ``F``; run it with ``run`` or an ``Executor``.
+This package never imports airflow: every Ray actor imports it.
+"""
+
+from .errors import CompileError, ExecutionError, InvalidTransition, RayOrchError
+from .execution.api import Executor, run
+from .execution.result import MicrobatchResult, RunResult
+from .outcomes import GroupFailure, ItemOutcome, OutputIssue, RecordFailure
+from .program.module import RayModule, function
+from .program.options import RecoveryPolicy
+from .program.pipeline import Pipeline
+from .program.plan import Plan
+from .program.structural import F
+from .program.tracing import Port
+
+__all__ = [
+    "CompileError",
+    "ExecutionError",
+    "Executor",
+    "F",
+    "GroupFailure",
+    "InvalidTransition",
+    "ItemOutcome",
+    "MicrobatchResult",
+    "OutputIssue",
+    "Pipeline",
+    "Plan",
+    "Port",
+    "RayModule",
+    "RayOrchError",
+    "RecordFailure",
+    "RecoveryPolicy",
+    "RunResult",
+    "function",
+    "run",
+]

@@ -1,0 +1,1 @@
+"""Executors: the in-process reference backend and the Ray backend."""

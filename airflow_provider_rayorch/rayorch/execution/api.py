@@ -1,0 +1,186 @@
+"""``Executor`` and ``run``: the user-facing way to run a pipeline."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..runtime.core import Core
+from .result import MicrobatchResult, RunResult, assemble, microbatch_result
+
+if TYPE_CHECKING:
+    from ..program.pipeline import Pipeline
+    from ..program.plan import Plan
+    from ..runtime.core import Microbatch
+    from ..runtime.lineage import ValueOps
+
+__all__ = ["Executor", "run"]
+
+BACKENDS = ("ray", "local")
+
+
+class Backend(Protocol):
+    values: ValueOps
+
+    def open(self) -> None: ...
+    def close(self) -> None: ...
+    def drive(self, core: Core) -> Iterator[Microbatch]: ...
+    def metrics(self) -> dict[str, Any]: ...
+
+
+class Executor:
+    """Keeps a pipeline's actor pools warm across runs.
+
+    ``with Executor(pipeline) as ex: ex.run(sources)`` compiles the pipeline at
+    once (a ``CompileError`` is raised before any actor starts), starts one
+    pool per ``RayModule`` on entry and kills them on exit. ``backend="local"``
+    runs the same semantics in this process, without Ray.
+    """
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        address: str | None = None,
+        backend: str = "ray",
+        *,
+        ray_init_kwargs: dict[str, Any] | None = None,
+        progress: bool | None = None,
+        **backend_options: Any,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        self.pipeline = pipeline
+        self.plan: Plan = pipeline.compile()
+        self.address = address
+        self.backend_name = backend
+        self.ray_init_kwargs = dict(ray_init_kwargs or {})
+        self.progress = progress
+        self._backend_options = backend_options
+        self._backend: Backend | None = None
+
+    # -- lifecycle --------------------------------------------------------------
+    def __enter__(self) -> Executor:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> None:
+        if self._backend is not None:
+            return
+        backend: Backend
+        if self.backend_name == "local":
+            from .local import LocalBackend
+
+            backend = LocalBackend(self.plan, **self._backend_options)
+        else:
+            from .ray_backend import RayBackend
+
+            backend = RayBackend(
+                self.plan, address=self.address, ray_init_kwargs=self.ray_init_kwargs,
+                **self._backend_options,
+            )
+        backend.open()
+        self._backend = backend
+
+    def close(self) -> None:
+        backend, self._backend = self._backend, None
+        if backend is not None:
+            backend.close()
+
+    # -- running ----------------------------------------------------------------
+    def stream(
+        self,
+        *columns: Any,
+        input_batch_size: int | None = None,
+        max_active_input_batches: int = 1,
+        skip_microbatches: Collection[int] = (),
+    ) -> Iterator[MicrobatchResult]:
+        """Run the sources and yield each microbatch as soon as it completes."""
+        owned = self._backend is None
+        self.open()
+        assert self._backend is not None
+        started = time.perf_counter()
+        try:
+            core = self._core(columns, input_batch_size, max_active_input_batches,
+                              skip_microbatches)
+            from .progress import Progress
+
+            with Progress(core.num_sources, enabled=self.progress) as progress:
+                for mb in self._backend.drive(core):
+                    progress.update(mb)
+                    yield microbatch_result(mb, self.plan.output_names, started)
+            self.last_core = core
+        finally:
+            if owned:
+                self.close()
+
+    def run(
+        self,
+        *columns: Any,
+        input_batch_size: int | None = None,
+        max_active_input_batches: int = 1,
+    ) -> RunResult:
+        """Run the sources to the end and return every output in source order."""
+        owned = self._backend is None
+        self.open()
+        try:
+            started = time.perf_counter()
+            parts = list(self.stream(
+                *columns, input_batch_size=input_batch_size,
+                max_active_input_batches=max_active_input_batches,
+            ))
+            finished = time.perf_counter()
+            core = self.last_core
+            assert self._backend is not None
+            metrics = {
+                **self._backend.metrics(),
+                "stale_reports": core.stale_reports,
+                "duplicate_reports": core.duplicate_reports,
+            }
+            return assemble(
+                parts, len(self.plan.outputs), started, finished, calls=core.call_metrics(),
+                pipeline=self.plan.pipeline, fingerprint=self.plan.fingerprint, metrics=metrics,
+            )
+        finally:
+            if owned:
+                self.close()
+
+    def _core(
+        self, columns: tuple[Any, ...], input_batch_size: int | None, max_active: int,
+        skip: Collection[int],
+    ) -> Core:
+        assert self._backend is not None
+        return Core(
+            self.plan, columns, input_batch_size=input_batch_size,
+            max_active_input_batches=max_active, skip_microbatches=skip,
+            values=self._backend.values,
+        )
+
+
+def run(
+    pipeline: Pipeline,
+    *columns: Any,
+    input_batch_size: int | None = None,
+    max_active_input_batches: int = 1,
+    address: str | None = None,
+    backend: str = "ray",
+    ray_init_kwargs: dict[str, Any] | None = None,
+    progress: bool | None = None,
+    **backend_options: Any,
+) -> RunResult:
+    """Run ``pipeline`` on one finite input: one column per ``forward`` parameter.
+
+    Sources are admitted in microbatches of ``input_batch_size`` rows (all at
+    once when None), at most ``max_active_input_batches`` at a time.
+    """
+    with Executor(
+        pipeline, address=address, backend=backend, ray_init_kwargs=ray_init_kwargs,
+        progress=progress, **backend_options,
+    ) as executor:
+        return executor.run(
+            *columns, input_batch_size=input_batch_size,
+            max_active_input_batches=max_active_input_batches,
+        )

@@ -1,0 +1,155 @@
+"""The in-process reference backend: the same core, real UDF instances, no Ray."""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ExecutionError
+from ..runtime.events import (
+    Abort,
+    BatchFinished,
+    BatchRaised,
+    BatchRejected,
+    Dispatch,
+    Event,
+    MicrobatchDone,
+    RunFinished,
+    WorkerAdded,
+    WorkerLost,
+)
+from ..runtime.lineage import ValueOps
+from .worker import instantiate, run_batch
+
+if TYPE_CHECKING:
+    from ..program.plan import Plan
+    from ..runtime.core import Core, Microbatch
+
+__all__ = ["Chaos", "LocalBackend"]
+
+
+@dataclass(frozen=True)
+class Chaos:
+    """Schedule perturbations for testing the contract (all off by default).
+
+    The local backend then completes batches in a random order, reports some
+    twice, loses workers with batches on them (and reports their batches late)
+    and caps workers at one batch at a time or lets them hold several.
+    """
+
+    seed: int = 0
+    shuffle: bool = True
+    duplicate: float = 0.0
+    lose_worker: float = 0.0
+    max_losses: int = 20
+
+
+class LocalBackend:
+    """Runs each batch synchronously in this process, one UDF instance per replica."""
+
+    values = ValueOps()
+
+    def __init__(self, plan: Plan, chaos: Chaos | None = None) -> None:
+        self.plan = plan
+        self.chaos = chaos
+        self._instances: dict[Any, Any] = {}
+        self._spawned = 0
+        self.losses = 0
+
+    def open(self) -> None:
+        for module in self.plan.modules:
+            for _ in range(module.options.replicas):
+                self._spawn(module.id)
+
+    def close(self) -> None:
+        self._instances.clear()
+
+    def _spawn(self, module_id: int) -> Any:
+        module = self.plan.modules[module_id]
+        self._spawned += 1
+        worker = (module_id, f"{module.name}#{self._spawned}")
+        self._instances[worker] = instantiate(module.udf, module.init_args, dict(module.init_kwargs))
+        return worker
+
+    def metrics(self) -> dict[str, Any]:
+        return {"backend": "local", "workers_lost": self.losses}
+
+    def drive(self, core: Core) -> Iterator[Microbatch]:
+        """Run ``core`` to the end, yielding microbatches as they complete."""
+        rng = random.Random(self.chaos.seed) if self.chaos else None
+        pending: deque[Dispatch] = deque()
+        late: list[Event] = []
+        commands = []
+        for worker in list(self._instances):
+            commands += core.handle(WorkerAdded(worker, worker[0], self._capacity(rng)))
+        commands += core.start()
+        while True:
+            for command in commands:
+                kind = type(command)
+                if kind is Dispatch:
+                    pending.append(command)  # type: ignore[arg-type]
+                elif kind is MicrobatchDone:
+                    yield command.microbatch  # type: ignore[union-attr]
+                elif kind is Abort:
+                    raise command.error  # type: ignore[union-attr]
+                elif kind is RunFinished:
+                    return
+            if not pending:
+                raise ExecutionError(
+                    f"the run stalled with {core.ready_grains()} ready Grains and no batch in "
+                    "flight; this is a bug in the engine, please report it"
+                )
+            commands = self._step(core, pending, late, rng)
+
+    def _capacity(self, rng: random.Random | None) -> int | None:
+        return None if rng is None else rng.choice((1, 2, 3))
+
+    def _step(
+        self, core: Core, pending: deque[Dispatch], late: list[Event], rng: random.Random | None
+    ) -> list[Any]:
+        chaos = self.chaos
+        if rng is not None and chaos is not None:
+            if late and rng.random() < 0.3:
+                return core.handle(late.pop(rng.randrange(len(late))))
+            if chaos.shuffle:
+                pending.rotate(-rng.randrange(len(pending)))
+            if self.losses < chaos.max_losses and rng.random() < chaos.lose_worker:
+                return self._lose(core, pending, late, rng, pending[0].worker)
+        command = pending.popleft()
+        event = self._execute(command)
+        commands = core.handle(event)
+        if rng is not None and chaos is not None and rng.random() < chaos.duplicate:
+            late.append(event)
+        return commands
+
+    def _execute(self, command: Dispatch) -> Event:
+        module = self.plan.modules[command.node.module]  # type: ignore[index]
+        outcome = run_batch(
+            self._instances[command.worker], command.node.name, command.columns,
+            command.kwargs, module.num_outputs,
+        )
+        if outcome.rows is not None:
+            return BatchFinished(command.batch, outcome.rows, outcome.busy_s)
+        if outcome.error is not None:
+            return BatchRaised(command.batch, outcome.error, outcome.busy_s)
+        return BatchRejected(command.batch, outcome.rejected or "invalid result", outcome.busy_s)
+
+    def _lose(
+        self, core: Core, pending: deque[Dispatch], late: list[Event], rng: random.Random,
+        worker: Any,
+    ) -> list[Any]:
+        """Kill ``worker``: its batches are lost, some report late anyway."""
+        self.losses += 1
+        lost = [c for c in pending if c.worker == worker]
+        for command in lost:
+            pending.remove(command)
+            if rng.random() < 0.5:
+                late.append(self._execute(command))
+        del self._instances[worker]
+        commands = core.handle(WorkerLost(worker, "worker killed by chaos"))
+        replacement = self._spawn(worker[0])
+        commands += core.handle(WorkerAdded(replacement, worker[0], self._capacity(rng)))
+        return commands

@@ -1,0 +1,1 @@
+"""The program layer: tracing, structural primitives, compiler and plan."""

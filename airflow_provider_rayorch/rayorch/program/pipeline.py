@@ -1,0 +1,37 @@
+"""``Pipeline``: the user's dataflow, written as a ``forward`` over symbolic Ports."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .compiler import compile_pipeline
+
+if TYPE_CHECKING:
+    from ..execution.result import RunResult
+    from .plan import Plan
+
+__all__ = ["Pipeline"]
+
+
+class Pipeline:
+    """Base class of RayOrch pipelines.
+
+    Subclasses create their ``RayModule``s in ``__init__`` (calling
+    ``super().__init__()`` is optional) and describe the dataflow in
+    ``forward(self, *ports)``: one Port per source column, returning the output
+    Port or a tuple of them. ``forward`` is traced once, symbolically; it runs
+    no UDF.
+    """
+
+    def forward(self, *ports: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__qualname__} must define forward(self, ...)")
+
+    def compile(self) -> Plan:
+        """Trace and validate the pipeline; raise ``CompileError`` on any violation."""
+        return compile_pipeline(self)
+
+    def run(self, *columns: Any, **options: Any) -> RunResult:
+        """Run the pipeline on finite inputs; see :func:`airflow_provider_rayorch.rayorch.run`."""
+        from ..execution.api import run
+
+        return run(self, *columns, **options)

@@ -1,0 +1,122 @@
+"""Lineage summaries: the JSON documents pushed to XCom and written to manifests.
+
+Both builders return plain JSON values only (dict, list, str, int, float, bool,
+None), so ``json.loads(json.dumps(s)) == s`` always holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = [
+    "FAILURES_CAP",
+    "failed_ratio",
+    "microbatch_summary",
+    "run_summary",
+    "summary_state",
+]
+
+#: At most this many entries are listed under ``failures``; the counts are never capped.
+FAILURES_CAP = 100
+
+_OUTCOMES = ("present", "dropped", "failed", "suppressed")
+
+
+def failed_ratio(sources: Mapping[str, int]) -> float:
+    """(FAILED + SUPPRESSED) / total; DROPPED sources count as fine."""
+    total = sources["total"]
+    return 0.0 if total == 0 else (sources["failed"] + sources["suppressed"]) / total
+
+
+def summary_state(sources: Mapping[str, int], max_failed_ratio: float = 0.0) -> str:
+    """``"failed"`` when the failed ratio exceeds ``max_failed_ratio``, else ``"success"``."""
+    return "failed" if failed_ratio(sources) > max_failed_ratio else "success"
+
+
+def microbatch_summary(
+    *,
+    index: int,
+    first_source: int,
+    count: int,
+    outcome_counts: Mapping[str, int],
+    entities: Mapping[str, int],
+    grains: Mapping[str, int],
+    failures: Iterable[Mapping[str, Any]],
+    elapsed_s: float,
+    run_id: str | None = None,
+    pipeline: str | None = None,
+    fingerprint: str | None = None,
+    outputs_uri: str | None = None,
+    max_failed_ratio: float = 0.0,
+) -> dict[str, Any]:
+    """The summary of one source microbatch (API.md section 3)."""
+    sources = {"total": int(count)}
+    sources.update({name: int(outcome_counts.get(name, 0)) for name in _OUTCOMES})
+    listed = [
+        {"source": int(f["source"]), "outcome": str(f["outcome"]), "cause": str(f["cause"])}
+        for f in failures
+    ][:FAILURES_CAP]
+    return {
+        "run_id": run_id,
+        "pipeline": pipeline,
+        "fingerprint": fingerprint,
+        "state": summary_state(sources, max_failed_ratio),
+        "microbatch": {"index": int(index), "first_source": int(first_source), "count": int(count)},
+        "sources": sources,
+        "entities": {str(k): int(v) for k, v in entities.items()},
+        "grains": {
+            "dispatched": int(grains.get("dispatched", 0)),
+            "retried": int(grains.get("retried", 0)),
+            "suppressed": int(grains.get("suppressed", 0)),
+        },
+        "failures": listed,
+        "outputs": {"uri": outputs_uri, "rows": sources["present"]},
+        "elapsed_s": round(float(elapsed_s), 6),
+    }
+
+
+def run_summary(
+    microbatches: Iterable[Mapping[str, Any]],
+    *,
+    elapsed_s: float,
+    run_id: str | None = None,
+    pipeline: str | None = None,
+    fingerprint: str | None = None,
+    outputs_uri: str | None = None,
+    max_failed_ratio: float = 0.0,
+) -> dict[str, Any]:
+    """Sum microbatch summaries into the run summary (API.md section 3)."""
+    parts = sorted(microbatches, key=lambda s: s["microbatch"]["index"])
+    sources = {"total": 0, **dict.fromkeys(_OUTCOMES, 0)}
+    grains = {"dispatched": 0, "retried": 0, "suppressed": 0}
+    entities: dict[str, int] = {}
+    failures: list[dict[str, Any]] = []
+    listing: list[dict[str, Any]] = []
+    for part in parts:
+        for key in sources:
+            sources[key] += int(part["sources"][key])
+        for key in grains:
+            grains[key] += int(part["grains"][key])
+        for domain, n in part["entities"].items():
+            entities[domain] = entities.get(domain, 0) + int(n)
+        failures.extend(dict(f) for f in part["failures"])
+        listing.append(
+            {
+                **{k: int(v) for k, v in part["microbatch"].items()},
+                "state": summary_state(part["sources"], max_failed_ratio),
+            }
+        )
+    return {
+        "run_id": run_id,
+        "pipeline": pipeline,
+        "fingerprint": fingerprint,
+        "state": summary_state(sources, max_failed_ratio),
+        "sources": sources,
+        "entities": entities,
+        "grains": grains,
+        "failures": failures[:FAILURES_CAP],
+        "outputs": {"uri": outputs_uri, "rows": sources["present"]},
+        "microbatches": listing,
+        "elapsed_s": round(float(elapsed_s), 6),
+    }
