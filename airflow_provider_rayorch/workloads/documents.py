@@ -71,10 +71,10 @@ class DocumentPipeline(ro.Pipeline):
             return stage_options(defaults, opts.ray_options, stage)
 
         light = {"num_cpus": 0.1}
-        self.open = (
+        self.open: Any = (
             ro.RayModule(OpenPdf).returns(2).ray_options(**ray("open", batch_size=8, **light))
         )
-        self.render = (
+        self.render: Any = (
             ro.RayModule(RenderPage)
             .pre_init(dpi=opts.dpi, blank_ink=opts.blank_ink, on_bad_page=opts.on_bad_page)
             .returns(2)
@@ -87,7 +87,7 @@ class DocumentPipeline(ro.Pipeline):
                 )
             )
         )
-        self.detect = (
+        self.detect: Any = (
             ro.RayModule(DetectText)
             .pre_init(threads=opts.ocr_threads)
             .ray_options(
@@ -99,7 +99,7 @@ class DocumentPipeline(ro.Pipeline):
                 )
             )
         )
-        self.recognize = (
+        self.recognize: Any = (
             ro.RayModule(RecognizeText)
             .pre_init(threads=opts.ocr_threads)
             .ray_options(
@@ -112,16 +112,16 @@ class DocumentPipeline(ro.Pipeline):
                 )
             )
         )
-        self.assemble_page = (
+        self.assemble_page: Any = (
             ro.RayModule(AssemblePage)
             .pre_init(min_score=opts.min_score)
             .ray_options(**ray("assemble_page", batch_size=16, **light))
         )
-        self.assemble_doc = ro.RayModule(AssembleDocument).ray_options(
+        self.assemble_doc: Any = ro.RayModule(AssembleDocument).ray_options(
             **ray("assemble_doc", batch_size=8, **light)
         )
 
-    def forward(self, doc: ro.Port) -> ro.Port:
+    def forward(self, doc: ro.Port) -> Any:
         page_indexes, info = self.open(doc)
         page = ro.F.expand(page_indexes, domain="page")
         image, keep = self.render(page, ro.F.broadcast(doc, like=page))

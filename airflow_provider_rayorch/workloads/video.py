@@ -80,7 +80,7 @@ class VideoPipeline(ro.Pipeline):
         def ray(stage: str, **defaults: Any) -> dict[str, Any]:
             return stage_options(defaults, opts.ray_options, stage)
 
-        self.split = (
+        self.split: Any = (
             ro.RayModule(SplitVideo)
             .pre_init(
                 mode=opts.split,
@@ -92,7 +92,7 @@ class VideoPipeline(ro.Pipeline):
             .returns(2)
             .ray_options(**ray("split", batch_size=1, num_cpus=0.5))
         )
-        self.decode = (
+        self.decode: Any = (
             ro.RayModule(DecodeClip)
             .pre_init(frames_per_clip=opts.frames_per_clip, max_side=opts.max_side)
             .ray_options(
@@ -104,17 +104,17 @@ class VideoPipeline(ro.Pipeline):
                 )
             )
         )
-        self.motion = (
+        self.motion: Any = (
             ro.RayModule(ScoreMotion)
             .pre_init(static_threshold=opts.static_threshold)
             .returns(2)
             .ray_options(**ray("motion", batch_size=16, num_cpus=0.1))
         )
-        self.keyframes = ro.RayModule(ExtractKeyframes).ray_options(
+        self.keyframes: Any = ro.RayModule(ExtractKeyframes).ray_options(
             **ray("keyframes", batch_size=16, num_cpus=0.2)
         )
-        self.caption: ro.RayModule | None = None
-        self.attach_caption: ro.RayModule | None = None
+        self.caption: Any = None
+        self.attach_caption: Any = None
         if opts.caption_model is not None:
             from airflow_provider_rayorch.workloads.adapters.vlm import CaptionClips
 
@@ -130,11 +130,11 @@ class VideoPipeline(ro.Pipeline):
             self.attach_caption = ro.function(attach_captions).ray_options(
                 **ray("attach_caption", batch_size=16, num_cpus=0.1)
             )
-        self.assemble = ro.RayModule(AssembleVideo).ray_options(
+        self.assemble: Any = ro.RayModule(AssembleVideo).ray_options(
             **ray("assemble", batch_size=8, num_cpus=0.1)
         )
 
-    def forward(self, video: ro.Port) -> ro.Port:
+    def forward(self, video: ro.Port) -> Any:
         spans, info = self.split(video)
         clip = ro.F.expand(spans, domain="clip")
         frames = self.decode(clip, ro.F.broadcast(video, like=clip))

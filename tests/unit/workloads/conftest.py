@@ -56,3 +56,11 @@ def cut_video(inputs_dir: Path) -> Path:
         ],
     )
     return path
+
+
+@pytest.fixture(scope="session")
+def bad_page_pdf() -> bytes:
+    """Claims three pages; the third cannot be loaded."""
+    data = write_text_pdf(None, [["ONE"], ["TWO"]])
+    assert b"/Count 2" in data
+    return data.replace(b"/Count 2", b"/Count 3")

@@ -1,0 +1,125 @@
+"""Both pipelines end to end on the in-process reference executor (no Ray)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+import airflow_provider_rayorch.rayorch as ro
+from airflow_provider_rayorch.workloads.documents import DocumentPipeline
+from airflow_provider_rayorch.workloads.samples import write_text_pdf
+from airflow_provider_rayorch.workloads.video import VideoPipeline
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def squash(text: str) -> str:
+    return text.lower().replace(" ", "")
+
+
+def run_local(pipeline: ro.Pipeline, sources: list[Any], **kwargs: Any) -> ro.RunResult:
+    return ro.run(pipeline, sources, backend="local", **kwargs)
+
+
+def test_documents_end_to_end(text_pdf: Path, blank_pdf: Path) -> None:
+    other = write_text_pdf(None, [["OMEGA 77"], ["ZULU"]])
+    sources = [str(text_pdf), other, b"%PDF-1.7 not really", str(blank_pdf)]
+    result = run_local(DocumentPipeline(), sources, input_batch_size=2)
+    first, second, corrupt, blank = result.outputs
+    assert first["pages"] == 3
+    assert squash(first["markdown"]) == "helloworld\nsecondlinehere\n\npagethreeapple"
+    assert [d["page"] for d in first["page_details"]] == [1, 3]
+    assert first["skipped_pages"] == [2]
+    assert squash(second["markdown"]) == "omega77\n\nzulu"
+    assert second["source"] == f"<{len(other)} bytes>"
+    assert corrupt == ro.OutputIssue(ro.ItemOutcome.FAILED, "doc[2]: corrupt or not a PDF")
+    assert blank["pages"] == 2
+    assert blank["markdown"] == ""
+    assert blank["page_details"] == []
+    summary = result.lineage()
+    assert summary["sources"] == {
+        "total": 4,
+        "present": 3,
+        "dropped": 0,
+        "failed": 1,
+        "suppressed": 0,
+    }
+    assert summary["entities"]["doc"] == 4
+    assert summary["entities"]["page"] == 7
+
+
+def test_recognition_batches_mix_documents(text_pdf: Path) -> None:
+    docs = [write_text_pdf(None, [[f"WORD {n}"]]) for n in range(3)]
+    result = run_local(DocumentPipeline(recognize_batch_size=8), docs, input_batch_size=3)
+    assert [squash(o["markdown"]) for o in result.outputs] == ["word0", "word1", "word2"]
+    (recognize,) = [c for c in result.calls if c["name"] == "recognize"]
+    assert max(int(size) for size in recognize["batch_sizes"]) >= 2, recognize
+
+
+@pytest.mark.parametrize(
+    ("on_bad_page", "expected"),
+    [pytest.param("fail", "suppressed", id="fail"), pytest.param("skip", "present", id="skip")],
+)
+def test_bad_page_policy(bad_page_pdf: bytes, on_bad_page: str, expected: str) -> None:
+    good = write_text_pdf(None, [["FINE"]])
+    result = run_local(DocumentPipeline(on_bad_page=on_bad_page), [bad_page_pdf, good])
+    bad, fine = result.outputs
+    assert squash(fine["markdown"]) == "fine"
+    if expected == "suppressed":
+        assert bad.outcome is ro.ItemOutcome.SUPPRESSED
+        assert bad.cause.startswith("doc[0]/page[2]: cannot render page 3")
+    else:
+        assert bad["pages"] == 3
+        assert bad["skipped_pages"] == [3]
+        assert squash(bad["markdown"]) == "one\n\ntwo"
+
+
+def test_document_options_are_checked() -> None:
+    with pytest.raises(TypeError, match=r"unknown option.*dpix"):
+        DocumentPipeline(dpix=100)
+    with pytest.raises(TypeError, match="unknown stage"):
+        DocumentPipeline(ray_options={"ocr": {"num_cpus": 1}})
+    plan = DocumentPipeline(ray_options={"recognize": {"num_cpus": 2}}).compile()
+    assert (
+        plan.fingerprint
+        == DocumentPipeline(ray_options={"recognize": {"num_cpus": 2}}).compile().fingerprint
+    )
+    assert plan.fingerprint != DocumentPipeline().compile().fingerprint
+
+
+def test_video_end_to_end(cut_video: Path, tmp_path: Path) -> None:
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(b"not a video at all" * 10)
+    result = run_local(VideoPipeline(), [str(cut_video), str(junk), str(cut_video)])
+    video, broken, again = result.outputs
+    clips = video["clips"]
+    assert [(c["start_s"], c["end_s"]) for c in clips] == [(0.0, 1.0), (2.0, 3.0)]
+    assert [c["index"] for c in clips] == [0, 2]
+    assert video["static_clips"] == [1]
+    assert video["duration_s"] == pytest.approx(3.0)
+    assert all(c["motion"] > 0.01 for c in clips)
+    assert all(c["start_s"] <= c["keyframe_s"] < c["end_s"] for c in clips)
+    assert again == video
+    assert broken.outcome is ro.ItemOutcome.FAILED
+    assert broken.cause.startswith("video[1]: cannot open video")
+
+
+def test_video_fixed_split_and_all_static(cut_video: Path, tmp_path: Path) -> None:
+    from airflow_provider_rayorch.workloads.samples import Segment, write_scene_video
+
+    still = tmp_path / "still.mp4"
+    write_scene_video(still, [Segment(1.0, "static")])
+    pipeline = VideoPipeline(split="fixed", clip_s=0.5, frames_per_clip=3)
+    moving, static = run_local(pipeline, [str(cut_video), str(still)]).outputs
+    starts = [c["start_s"] for c in moving["clips"]]
+    assert starts == [0.0, 0.5, 2.0, 2.5]
+    assert moving["static_clips"] == [2, 3]
+    assert static["clips"] == []
+    assert static["static_clips"] == [0, 1]
+
+
+def test_video_options_are_checked() -> None:
+    with pytest.raises(TypeError, match="unknown option"):
+        VideoPipeline(fps=3)
