@@ -174,6 +174,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         self.entrypoint_num_cpus = entrypoint_num_cpus
         self._proc: subprocess.Popen[str] | None = None
         self._job_id: str | None = None
+        self._result: dict[str, Any] | None = None
 
     # -- plumbing ---------------------------------------------------------------------
     @cached_property
@@ -345,7 +346,9 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
     def is_job_succeeded(self, status: str) -> bool:
         return status == "SUCCEEDED"
 
-    def poll_until_complete(self, external_id: Any, context: Context) -> None:
+    def poll_until_complete(self, external_id: Any, context: Context) -> Any:
+        """Wait for the job (or defer); returns the result, since the mixin returns
+        this method's value when it re-attaches to a running job."""
         job_id = str(external_id)
         self._job_id = job_id
         if self.deferrable:
@@ -361,6 +364,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
                 method_name="execute_complete",
             )
         self._poll(job_id, context)
+        return self.get_job_result(job_id, context)
 
     def _poll(self, job_id: str, context: Context) -> None:
         store, run_id = self._store(), self._run_id(context)
@@ -393,12 +397,15 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         return RayOrchJobFailed(f"Ray job {job_id} ended {status}: {message}")
 
     def get_job_result(self, external_id: Any, context: Context) -> Any:
+        if self._result is not None:
+            return self._result
         summary = self._store().read_run_manifest(self._run_id(context))
         if summary is None:
             raise RayOrchJobFailed(
                 f"job {external_id} ended without a run manifest for run {self._run_id(context)}"
             )
-        return self.finish(summary, context)
+        self._result = self.finish(summary, context)
+        return self._result
 
     def execute_complete(self, context: Context, event: Mapping[str, Any] | None = None) -> Any:
         if not event or "status" not in event:

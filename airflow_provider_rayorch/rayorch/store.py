@@ -20,10 +20,10 @@ JSON text. The schema metadata key ``rayorch.value_encoding`` says which.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 import posixpath
+import re
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -141,11 +141,12 @@ def glob_uris(
         return []
     infos = fs.get_file_info(pafs.FileSelector(base, recursive=True))
     prefix = pattern[: pattern.find("://") + 3] if "://" in pattern else ""
+    matcher = _glob_regex(full)
     matched: list[str] = []
     for info in infos:
         if info.type != pafs.FileType.File:
             continue
-        if not fnmatch.fnmatchcase(info.path, full.replace("**/", "*")):
+        if not matcher.fullmatch(info.path):
             continue
         mtime = info.mtime
         if mtime is not None and modified_after is not None and mtime < modified_after:
@@ -154,6 +155,39 @@ def glob_uris(
             continue
         matched.append(prefix + info.path if prefix else info.path)
     return sorted(matched)
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """``*`` and ``?`` stay within one path segment; ``**/`` spans any number of them."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[":
+            end = pattern.find("]", i + 1)
+            if end < 0:
+                out.append(re.escape(pattern[i]))
+                i += 1
+            else:
+                body = pattern[i + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
 
 
 def _encode_values(values: Sequence[Any]) -> tuple[pa.Array, str]:

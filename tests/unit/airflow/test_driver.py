@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_rayorch.rayorch import driver
+from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def _store_plan(
+    tmp_path, fake, *, n: int = 7, size: int = 3, poison=(), pipeline="fake_pipelines:Square"
+):
+    store = RunStore(str(tmp_path))
+    factory = driver.import_factory(pipeline)
+    fingerprint = factory(poison=list(poison)).compile().fingerprint
+    store.write_plan(
+        PlanRecord(
+            run_id="run",
+            pipeline=pipeline,
+            fingerprint=fingerprint,
+            sources=list(range(n)),
+            input_batch_size=size,
+            pipeline_kwargs={"poison": list(poison)},
+        )
+    )
+    return store
+
+
+def test_run_writes_outputs_manifests_and_run_manifest(tmp_path, fake_engine) -> None:
+    store = _store_plan(tmp_path, fake_engine, poison=[4])
+    summary = driver.run_plan(store, "run")
+    assert store.committed("run") == frozenset({0, 1, 2})
+    assert summary["state"] == "failed"
+    assert summary["sources"] == {
+        "total": 7,
+        "present": 6,
+        "dropped": 0,
+        "failed": 1,
+        "suppressed": 0,
+    }
+    assert summary["failures"] == [{"source": 4, "outcome": "failed", "cause": "doc[4]: poisoned"}]
+    assert [m["index"] for m in summary["microbatches"]] == [0, 1, 2]
+    manifest = store.read_manifest("run", 1)
+    assert manifest["run_id"] == "run"
+    assert manifest["pipeline"] == "fake_pipelines:Square"
+    assert manifest["outputs"]["uri"].endswith("mb-00001")
+    assert store.read_run_manifest("run") == summary
+    rows = store.read_outputs("run")
+    assert [r["value"] for r in rows] == [0, 1, 4, 9, None, 25, 36]
+
+
+def test_restart_skips_committed_microbatches(tmp_path, fake_engine, monkeypatch) -> None:
+    store = _store_plan(tmp_path, fake_engine, n=10, size=2)
+    monkeypatch.setattr(fake_engine.FakeExecutor, "crash_after", 2)
+    with pytest.raises(fake_engine.CrashAfter):
+        driver.run_plan(store, "run")
+    assert store.committed("run") == frozenset({0, 1})
+    assert store.read_run_manifest("run") is None
+    monkeypatch.setattr(fake_engine.FakeExecutor, "crash_after", None)
+    driver.run_plan(store, "run")
+    assert fake_engine.RAN == [0, 1, 2, 3, 4]  # nothing recomputed, nothing duplicated
+    assert [r["value"] for r in store.read_outputs("run")] == [x * x for x in range(10)]
+    fake_engine.RAN.clear()
+    again = driver.run_plan(store, "run")  # everything committed: no executor at all
+    assert fake_engine.RAN == []
+    assert again["sources"]["present"] == 10
+
+
+def test_changed_plan_is_refused(tmp_path, fake_engine, monkeypatch) -> None:
+    store = _store_plan(tmp_path, fake_engine)
+    monkeypatch.setattr(fake_engine.Square, "salt", "v2")
+    with pytest.raises(driver.DriverError) as err:
+        driver.run_plan(store, "run")
+    assert err.value.exit_code == driver.EXIT_PLAN_CHANGED
+    assert store.committed("run") == frozenset()
+    assert (
+        driver.main(["--run-store", str(tmp_path), "--run-id", "run"]) == driver.EXIT_PLAN_CHANGED
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "code"),
+    [
+        pytest.param("no_such_module:X", driver.EXIT_IMPORT, id="missing-module"),
+        pytest.param("fake_pipelines:Nope", driver.EXIT_IMPORT, id="missing-attr"),
+        pytest.param("fake_pipelines:Broken", driver.EXIT_COMPILE, id="does-not-compile"),
+    ],
+)
+def test_import_and_compile_errors(tmp_path, fake_engine, capsys, spec, code) -> None:
+    from airflow_provider_rayorch.rayorch.store import PlanRecord
+
+    store = RunStore(str(tmp_path))
+    store.write_plan(PlanRecord(run_id="run", pipeline=spec, fingerprint="x", sources=[1]))
+    assert driver.main(["--run-store", str(tmp_path), "--run-id", "run"]) == code
+    out = capsys.readouterr().out
+    assert "RAYORCH_ERROR" in out
+    if code == driver.EXIT_IMPORT:
+        assert "py_modules" in out
+
+
+def test_missing_plan(tmp_path, fake_engine) -> None:
+    assert driver.main(["--run-store", str(tmp_path), "--run-id", "nope"]) == driver.EXIT_ERROR

@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import UTC, datetime, timedelta
+
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_provider_rayorch.rayorch.store import (
+    ENCODING_KEY,
+    PlanRecord,
+    RunStore,
+    glob_uris,
+    microbatch_count,
+)
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def _plan(n: int = 5, size: int | None = 2) -> PlanRecord:
+    return PlanRecord(
+        run_id="r1",
+        pipeline="m:F",
+        fingerprint="ab" * 32,
+        sources=list(range(n)),
+        input_batch_size=size,
+    )
+
+
+@pytest.mark.parametrize(
+    ("total", "size", "expected"),
+    [
+        pytest.param(0, 4, 0, id="empty"),
+        pytest.param(5, None, 1, id="one-batch"),
+        pytest.param(5, 2, 3, id="ragged"),
+        pytest.param(4, 2, 2, id="exact"),
+    ],
+)
+def test_microbatch_count(total: int, size: int | None, expected: int) -> None:
+    assert microbatch_count(total, size) == expected
+
+
+def test_plan_roundtrip_and_descriptors(tmp_path) -> None:
+    store = RunStore(str(tmp_path))
+    plan = _plan()
+    store.write_plan(plan)
+    assert store.read_plan("r1") == plan
+    assert plan.microbatches() == [
+        {"index": 0, "first_source": 0, "count": 2},
+        {"index": 1, "first_source": 2, "count": 2},
+        {"index": 2, "first_source": 4, "count": 1},
+    ]
+    assert store.read_plan("other") is None
+
+
+@pytest.mark.parametrize(
+    ("values", "encoding"),
+    [
+        pytest.param([1, 4, None], "native", id="ints"),
+        pytest.param(
+            [{"markdown": "a", "pages": 2}, None, {"markdown": "b", "pages": 1}],
+            "native",
+            id="uniform-dicts",
+        ),
+        pytest.param([{"a": 1}, None, {"b": "x"}], "json", id="ragged-dicts"),
+        pytest.param([1, "two", None], "json", id="mixed-types"),
+    ],
+)
+def test_outputs_value_encoding(tmp_path, values, encoding) -> None:
+    store = RunStore(str(tmp_path))
+    rows = [
+        ("present", None, v) if v is not None else ("failed", "doc[1]: bad", None) for v in values
+    ]
+    uri = store.write_outputs("r1", 3, "out", 6, rows)
+    table = pq.read_table(uri)
+    assert table.schema.metadata[ENCODING_KEY].decode() == encoding
+    assert table.column("source").to_pylist() == [6, 7, 8]
+    store.commit_microbatch("r1", 3, {"microbatch": {"index": 3}})
+    got = store.read_outputs("r1")
+    assert [r["value"] for r in got] == values
+    assert [r["outcome"] for r in got] == [r[0] for r in rows]
+    assert [r["cause"] for r in got if r["outcome"] == "failed"] == ["doc[1]: bad"]
+
+
+def test_commit_is_atomic_and_defines_committed(tmp_path) -> None:
+    store = RunStore(str(tmp_path))
+    store.write_outputs("r1", 0, "out", 0, [("present", None, 1)])
+    assert store.committed("r1") == frozenset()
+    store.commit_microbatch("r1", 0, {"x": 1})
+    store.commit_microbatch("r1", 2, {"x": 2})
+    assert store.committed("r1") == frozenset({0, 2})
+    assert store.read_manifest("r1", 2) == {"x": 2}
+    leftovers = [n for n in os.listdir(tmp_path / "r1" / "manifests") if ".tmp-" in n]
+    assert leftovers == []
+    assert store.committed("missing") == frozenset()
+
+
+def test_run_manifest_and_delete(tmp_path) -> None:
+    store = RunStore(str(tmp_path))
+    store.write_run_manifest("r1", {"state": "success"})
+    assert store.read_run_manifest("r1") == {"state": "success"}
+    store.clear_run_manifest("r1")
+    assert store.read_run_manifest("r1") is None
+    store.delete_run("r1")
+    assert not (tmp_path / "r1").exists()
+
+
+def test_file_uri_store(tmp_path) -> None:
+    store = RunStore(f"file://{tmp_path}")
+    store.commit_microbatch("r", 0, {"a": 1})
+    assert json.loads((tmp_path / "r" / "manifests" / "mb-00000.json").read_text()) == {"a": 1}
+
+
+def test_glob_uris_with_mtime_window(tmp_path) -> None:
+    for name in ("a.pdf", "b.pdf", "c.txt"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "d.pdf").write_text("x")
+    old = time.time() - 3600
+    os.utime(tmp_path / "a.pdf", (old, old))
+    assert glob_uris(f"{tmp_path}/*.pdf") == [f"{tmp_path}/a.pdf", f"{tmp_path}/b.pdf"]
+    assert glob_uris(f"{tmp_path}/**/*.pdf")[-1] == f"{tmp_path}/sub/d.pdf"
+    after = datetime.now(UTC) - timedelta(minutes=5)
+    assert glob_uris(f"{tmp_path}/*.pdf", modified_after=after) == [f"{tmp_path}/b.pdf"]
+    assert glob_uris(f"file://{tmp_path}/*.txt") == [f"file://{tmp_path}/c.txt"]
+    assert glob_uris(f"{tmp_path}/nothing/*.pdf") == []
