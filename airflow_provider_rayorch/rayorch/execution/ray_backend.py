@@ -1,0 +1,440 @@
+"""The Ray backend: persistent actor pools fed by the core's FIFO dispatch.
+
+One pool of ``PoolWorker`` actors per ``RayModule``; each actor may hold
+``max_batches_in_flight`` batches so the next batch is already there when one
+ends. Completions are awaited with ``ray.wait`` (no polling). Payloads stay in
+the object store: the driver keeps ``RemoteValue`` references and the small
+per-batch reports. A dead actor is reported to the core as ``WorkerLost`` (its
+Grains run again under a new generation) and replaced; a payload lost with its
+node is recomputed from its recipe (the batch that produced it) before the
+batch that needed it is sent again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import ray
+from ray.exceptions import GetTimeoutError, RayActorError
+
+from ..errors import ExecutionError, ResourceUnavailableError
+from ..program.plan import NodeKind, Plan
+from ..runtime.events import (
+    Abort,
+    BatchFinished,
+    BatchRaised,
+    BatchRejected,
+    Dispatch,
+    Event,
+    MicrobatchDone,
+    RunFinished,
+    WorkerAdded,
+    WorkerLost,
+)
+from .ray_worker import PoolWorker
+from .remote_values import Box, RayValues, RemoteValue, collect_boxes, materialize
+
+if TYPE_CHECKING:
+    from ..runtime.core import Core, Microbatch
+
+__all__ = ["RayBackend"]
+
+log = logging.getLogger(__name__)
+
+#: Ray options a pool sets unless the user gave them.
+_DEFAULT_ACTOR_OPTIONS = {"num_cpus": 0, "max_restarts": 0, "max_task_retries": 0}
+
+
+@dataclass(frozen=True, slots=True)
+class _Recipe:
+    """How to compute a batch's values again: which module, Call and inputs."""
+
+    module: int
+    name: str
+    columns: list[list[Any]]
+    kwargs: dict[str, Any]
+    n_outputs: int
+    facts: tuple[tuple[bool, bool], ...]
+
+
+@dataclass(slots=True)
+class _InFlight:
+    batch: int
+    worker: str
+    values: Any
+    dispatch: Dispatch
+    attempts: int = 0
+
+
+class RayBackend:
+    """Runs Calls on persistent Ray actor pools."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        address: str | None = None,
+        ray_init_kwargs: dict[str, Any] | None = None,
+        actor_start_timeout_s: float = 600.0,
+    ) -> None:
+        self.plan = plan
+        self.address = address
+        self.ray_init_kwargs = dict(ray_init_kwargs or {})
+        self.actor_start_timeout_s = actor_start_timeout_s
+        self.values = RayValues(self._fetch_one)
+        self._owns_ray = False
+        self._actors: dict[str, Any] = {}
+        self._module_of: dict[str, int] = {}
+        self._all_actors: list[Any] = []
+        self._spawned = 0
+        self._facts = _facts_by_call(plan)
+        self._boxes: weakref.WeakValueDictionary[str, Box] = weakref.WeakValueDictionary()
+        self.losses = 0
+        self.recomputed = 0
+
+    # -- lifecycle --------------------------------------------------------------
+    def open(self) -> None:
+        if not ray.is_initialized():
+            kwargs = {"address": self.address or "local", **self.ray_init_kwargs}
+            ray.init(**kwargs)
+            self._owns_ray = True
+        try:
+            self._check_resources()
+            pending = []
+            for module in self.plan.modules:
+                for _ in range(module.options.replicas):
+                    pending.append(self._spawn(module.id))
+            self._await_ready(pending)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        for actor in self._all_actors:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception as exc:  # noqa: BLE001 - best effort: the actor may be gone
+                log.debug("killing actor failed: %s", exc)
+        self._all_actors.clear()
+        self._actors.clear()
+        if self._owns_ray:
+            self._owns_ray = False
+            ray.shutdown()
+
+    def metrics(self) -> dict[str, Any]:
+        return {"backend": "ray", "workers_lost": self.losses,
+                "batches_recomputed": self.recomputed}
+
+    # -- pools ------------------------------------------------------------------
+    def _actor_options(self, module_id: int) -> dict[str, Any]:
+        module = self.plan.modules[module_id]
+        options = {**_DEFAULT_ACTOR_OPTIONS, **module.options.ray_actor_options}
+        options.setdefault("name", None)
+        if options["name"] is None:
+            del options["name"]
+        if "scheduling_strategy" not in options:
+            options["scheduling_strategy"] = "SPREAD"
+        return options
+
+    def _spawn(self, module_id: int) -> str:
+        module = self.plan.modules[module_id]
+        self._spawned += 1
+        key = f"{module.name}#{self._spawned}"
+        actor = _remote_worker_class().options(**self._actor_options(module_id)).remote(
+            module.udf, module.init_args, dict(module.init_kwargs)
+        )
+        self._actors[key] = actor
+        self._module_of[key] = module_id
+        self._all_actors.append(actor)
+        return key
+
+    def _await_ready(self, keys: list[str]) -> None:
+        refs = {self._actors[k].ready.remote(): k for k in keys}
+        deadline = time.monotonic() + self.actor_start_timeout_s
+        remaining = list(refs)
+        while remaining:
+            timeout = max(0.0, deadline - time.monotonic())
+            done, remaining = ray.wait(remaining, num_returns=len(remaining), timeout=timeout)
+            for ref in done:
+                try:
+                    ray.get(ref)
+                except RayActorError as exc:
+                    name = self.plan.modules[self._module_of[refs[ref]]].name
+                    raise ExecutionError(
+                        f"module {name!r} failed to start its actor: {_short(exc)}"
+                    ) from exc
+            if remaining and time.monotonic() >= deadline:
+                names = sorted({self.plan.modules[self._module_of[refs[r]]].name
+                                for r in remaining})
+                raise ResourceUnavailableError(
+                    f"actors of {', '.join(names)} did not start within "
+                    f"{self.actor_start_timeout_s:.0f}s; the cluster may lack the resources "
+                    "they ask for (see ray status)"
+                )
+
+    def _check_resources(self) -> None:
+        """Fail fast when no node could ever host one actor of a module."""
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        totals = [n.get("Resources", {}) for n in nodes]
+        for module in self.plan.modules:
+            options = self._actor_options(module.id)
+            need: dict[str, float] = dict(options.get("resources") or {})
+            if options.get("num_cpus"):
+                need["CPU"] = float(options["num_cpus"])
+            if options.get("num_gpus"):
+                need["GPU"] = float(options["num_gpus"])
+            if options.get("memory"):
+                need["memory"] = float(options["memory"])
+            if not need:
+                continue
+            if not any(all(res.get(k, 0.0) >= v for k, v in need.items()) for res in totals):
+                have = ", ".join(
+                    "{" + ", ".join(f"{k}: {v:g}" for k, v in sorted(r.items())
+                                    if not k.startswith("node:")) + "}"
+                    for r in totals
+                ) or "no alive node"
+                raise ResourceUnavailableError(
+                    f"module {module.name!r} asks for {need} per actor, but no node of the "
+                    f"cluster has that much (nodes: {have}); lower its ray_options or add "
+                    "a node that provides them"
+                )
+
+    # -- driving ------------------------------------------------------------------
+    def drive(self, core: Core) -> Iterator[Microbatch]:
+        inflight: dict[Any, _InFlight] = {}
+        commands: list[Any] = []
+        for key, module_id in self._module_of.items():
+            if key in self._actors:
+                commands += core.handle(WorkerAdded(key, module_id))
+        commands += core.start()
+        while True:
+            for command in commands:
+                kind = type(command)
+                if kind is Dispatch:
+                    self._submit(command, inflight)
+                elif kind is MicrobatchDone:
+                    mb = command.microbatch
+                    self._materialize_outputs(mb)
+                    yield mb
+                elif kind is Abort:
+                    raise command.error
+                elif kind is RunFinished:
+                    return
+            if not inflight:
+                raise ExecutionError(
+                    f"the run stalled with {core.ready_grains()} ready Grains and no batch in "
+                    "flight; this is a bug in the engine, please report it"
+                )
+            commands = self._collect(core, inflight)
+
+    def _submit(self, command: Dispatch, inflight: dict[Any, _InFlight],
+                attempts: int = 0) -> None:
+        actor = self._actors.get(command.worker)
+        if actor is None:  # replaced meanwhile; the core already re-queued its Grains
+            return
+        node = command.node
+        module = self.plan.modules[node.module]  # type: ignore[index]
+        report, values = actor.run.remote(
+            node.name, command.columns, command.kwargs, module.num_outputs,
+            self._facts[node.id],
+        )
+        inflight[report] = _InFlight(command.batch, command.worker, values, command, attempts)
+
+    def _collect(self, core: Core, inflight: dict[Any, _InFlight]) -> list[Any]:
+        refs = list(inflight)
+        ready, rest = ray.wait(refs, num_returns=1)
+        if rest:
+            more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+            ready += more
+        commands: list[Any] = []
+        for ref in ready:
+            entry = inflight.pop(ref, None)
+            if entry is None:
+                continue
+            try:
+                report = ray.get(ref)
+            except RayActorError as exc:
+                commands += self._replace(core, entry.worker, inflight, _short(exc))
+                continue
+            event = self._event(entry, report, inflight)
+            if event is not None:
+                commands += core.handle(event)
+        return commands
+
+    def _event(self, entry: _InFlight, report: tuple[Any, ...],
+               inflight: dict[Any, _InFlight]) -> Event | None:
+        kind = report[0]
+        if kind == "ok":
+            return BatchFinished(entry.batch, self._rows(entry, report), report[4])
+        if kind == "raised":
+            return BatchRaised(entry.batch, report[1], report[2])
+        if kind == "rejected":
+            return BatchRejected(entry.batch, report[1], report[2])
+        # "lost": inputs of this batch vanished with a node; rebuild them, send it again.
+        if entry.attempts >= 3:
+            return BatchRaised(entry.batch, f"inputs lost and not recoverable: {report[1]}")
+        self._recompute(report[1])
+        self._submit(entry.dispatch, inflight, entry.attempts + 1)
+        return None
+
+    def _rows(self, entry: _InFlight, report: tuple[Any, ...]) -> list[Any]:
+        _, status, lengths, truths, _busy = report
+        node = entry.dispatch.node
+        module = self.plan.modules[node.module]  # type: ignore[index]
+        n = len(entry.dispatch.columns[0])
+        box = Box(entry.values, _Recipe(
+            module.id, node.name, entry.dispatch.columns, entry.dispatch.kwargs,
+            module.num_outputs, self._facts[node.id],
+        ))
+        self._boxes[entry.values.hex()] = box
+        k_out = module.num_outputs
+        rows: list[Any] = []
+        for i in range(n):
+            if status is not None and status[i] is not None:
+                rows.append(status[i])
+                continue
+            if k_out == 1:
+                rows.append(RemoteValue(
+                    box, (i,),
+                    None if lengths[0] is None else lengths[0][i],
+                    None if truths[0] is None else truths[0][i],
+                ))
+            else:
+                rows.append(tuple(
+                    RemoteValue(
+                        box, (i, k),
+                        None if lengths[k] is None else lengths[k][i],
+                        None if truths[k] is None else truths[k][i],
+                    )
+                    for k in range(k_out)
+                ))
+        return rows
+
+    def _replace(self, core: Core, worker: str, inflight: dict[Any, _InFlight],
+                 reason: str) -> list[Any]:
+        """A worker died: tell the core, forget its batches, start a replacement."""
+        if worker not in self._actors:
+            return []
+        self.losses += 1
+        module_id = self._module_of[worker]
+        del self._actors[worker]
+        for ref in [r for r, e in inflight.items() if e.worker == worker]:
+            del inflight[ref]
+        commands = core.handle(WorkerLost(worker, f"actor {worker} died: {reason}"))
+        if self.losses > 10 * max(1, len(self._module_of)):
+            raise ExecutionError(f"too many actors died ({self.losses}); last: {reason}")
+        key = self._spawn(module_id)
+        commands += core.handle(WorkerAdded(key, module_id))
+        return commands
+
+    # -- payloads -----------------------------------------------------------------
+    def _recompute(self, lost: list[str], depth: int = 0) -> None:
+        """Run again the batches whose values objects were lost (recursively)."""
+        if depth > 8:
+            raise ExecutionError("lineage recomputation went deeper than 8 levels")
+        for hex_id in lost:
+            box = self._boxes.get(hex_id)
+            if box is None or box.recipe is None:
+                continue
+            recipe: _Recipe = box.recipe
+            for _attempt in range(5):
+                actor = next((a for k, a in self._actors.items()
+                              if self._module_of[k] == recipe.module), None)
+                if actor is None:
+                    raise ExecutionError(f"no live actor of module {recipe.module} to recompute on")
+                report_ref, values_ref = actor.run.remote(
+                    recipe.name, recipe.columns, recipe.kwargs, recipe.n_outputs, recipe.facts
+                )
+                try:
+                    report = ray.get(report_ref, timeout=600)
+                except (RayActorError, GetTimeoutError):
+                    continue
+                if report[0] == "lost":
+                    self._recompute(report[1], depth + 1)
+                    continue
+                self.recomputed += 1
+                del self._boxes[hex_id]
+                box.ref = values_ref
+                self._boxes[values_ref.hex()] = box
+                break
+            else:
+                raise ExecutionError(f"could not recompute lost values of Call {recipe.name!r}")
+
+    def _fetch_one(self, value: RemoteValue) -> Any:
+        return materialize(value, {id(value.box): ray.get(value.box.ref)})
+
+    def _materialize_outputs(self, mb: Microbatch) -> None:
+        boxes: dict[int, Box] = {}
+        for column in mb.outputs:
+            for value in column:
+                collect_boxes(value, boxes)
+        if not boxes:
+            return
+        for _attempt in range(3):
+            try:
+                fetched = dict(zip(boxes, ray.get([b.ref for b in boxes.values()]),
+                                   strict=True))
+                break
+            except Exception as exc:  # lost with a node: recompute and fetch again
+                lost = [b.ref.hex() for b in boxes.values() if not _available(b.ref)]
+                if not lost:
+                    raise
+                log.warning("outputs of microbatch %s lost (%s); recomputing", mb.index, exc)
+                self._recompute(lost)
+        else:
+            raise ExecutionError(f"outputs of microbatch {mb.index} could not be fetched")
+        mb.outputs = [[materialize(v, fetched) for v in column] for column in mb.outputs]
+
+
+_REMOTE_CLASS: Any = None
+
+
+def _remote_worker_class() -> Any:
+    global _REMOTE_CLASS
+    if _REMOTE_CLASS is None:
+        _REMOTE_CLASS = ray.remote(PoolWorker)
+    return _REMOTE_CLASS
+
+
+def _available(ref: Any) -> bool:
+    try:
+        ray.get(ref, timeout=30)
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _facts_by_call(plan: Plan) -> dict[int, tuple[tuple[bool, bool], ...]]:
+    """For each Call output Port: does some expand need its length, some filter its truth?"""
+    need_length: set[int] = set()
+    need_truth: set[int] = set()
+    passthrough: dict[int, list[int]] = {}
+    for node in plan.nodes:
+        if node.kind is NodeKind.EXPAND:
+            need_length.update(node.inputs)
+        elif node.kind is NodeKind.FILTER:
+            need_truth.add(node.inputs[1])
+            passthrough.setdefault(node.inputs[0], []).append(node.outputs[0])
+        elif node.kind is NodeKind.BROADCAST:
+            passthrough.setdefault(node.inputs[0], []).append(node.outputs[0])
+
+    def needs(port: int, wanted: set[int], seen: frozenset[int] = frozenset()) -> bool:
+        if port in wanted:
+            return True
+        return any(needs(p, wanted, seen | {port}) for p in passthrough.get(port, ())
+                   if p not in seen)
+
+    return {
+        node.id: tuple((needs(p, need_length), needs(p, need_truth)) for p in node.outputs)
+        for node in plan.nodes if node.kind is NodeKind.CALL
+    }

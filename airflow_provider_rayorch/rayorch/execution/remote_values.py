@@ -1,0 +1,126 @@
+"""Values that stay in Ray's object store while the driver holds only references.
+
+A Call's batch returns its row values as one Ray object; the driver keeps a
+``Box`` per such object and one ``RemoteValue`` (box + path) per row. Facts
+that structural nodes need (the length an expand splits, the truth of a filter
+mask) come back in the batch's small report, so the driver never fetches
+payloads to schedule. A ``Box`` can be re-pointed at a recomputed object when
+its node is lost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..runtime.lineage import ValueOps
+
+__all__ = ["Box", "Gathered", "RayValues", "RemoteValue", "collect_boxes", "materialize"]
+
+
+class Box:
+    """One batch's values object, and how to make it again (its recipe)."""
+
+    __slots__ = ("__weakref__", "recipe", "ref")
+
+    def __init__(self, ref: Any, recipe: Any = None) -> None:
+        self.ref = ref
+        self.recipe = recipe
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Workers need the reference only, never the recipe.
+        return (Box, (self.ref,))
+
+
+class RemoteValue:
+    """Row ``path`` of the object in ``box`` (a path of indices into nested lists)."""
+
+    __slots__ = ("box", "length", "path", "truth")
+
+    def __init__(self, box: Box, path: tuple[int, ...], length: int | None = None,
+                 truth: bool | None = None) -> None:
+        self.box = box
+        self.path = path
+        #: Length when the value is a sequence, -1 when it is not, None when unknown.
+        self.length = length
+        self.truth = truth
+
+    def __repr__(self) -> str:
+        return f"<RemoteValue {self.path}>"
+
+
+class Gathered:
+    """A reduce's list of member values, some of which may be remote."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+
+    def __repr__(self) -> str:
+        return f"<Gathered {len(self.items)} values>"
+
+
+def collect_boxes(values: Any, into: dict[int, Box]) -> None:
+    """Add every ``Box`` referenced by ``values`` (walking ``Gathered`` lists) to ``into``."""
+    stack = [values]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is RemoteValue:
+            into[id(value.box)] = value.box
+        elif kind is Gathered:
+            stack.extend(value.items)
+
+
+def materialize(value: Any, fetched: dict[int, Any]) -> Any:
+    """Replace remote references by the values in ``fetched`` (keyed by ``id(box)``)."""
+    kind = type(value)
+    if kind is RemoteValue:
+        out = fetched[id(value.box)]
+        for index in value.path:
+            out = out[index]
+        return out
+    if kind is Gathered:
+        return [materialize(v, fetched) for v in value.items]
+    return value
+
+
+class RayValues(ValueOps):
+    """Structural decisions on remote values, from facts reported by the workers."""
+
+    def __init__(self, fetch: Any) -> None:
+        #: fetch(value) -> the concrete value (a slow path for facts nobody reported).
+        self._fetch = fetch
+
+    def split(self, value: Any) -> list[Any] | None:
+        kind = type(value)
+        if kind is RemoteValue:
+            if value.length is None:
+                return super().split(self._fetch(value))
+            if value.length < 0:
+                return None
+            box, path = value.box, value.path
+            return [RemoteValue(box, (*path, j)) for j in range(value.length)]
+        if kind is Gathered:
+            return list(value.items)
+        return super().split(value)
+
+    def truth(self, value: Any) -> bool:
+        kind = type(value)
+        if kind is RemoteValue:
+            return value.truth if value.truth is not None else bool(self._fetch(value))
+        if kind is Gathered:
+            return bool(value.items)
+        return bool(value)
+
+    def gather(self, values: list[Any]) -> Any:
+        for value in values:
+            kind = type(value)
+            if kind is RemoteValue or kind is Gathered:
+                return Gathered(values)
+        return values
+
+    def kind(self, value: Any) -> str:
+        if type(value) is RemoteValue:
+            return "a value that is not a sequence"
+        return super().kind(value)
