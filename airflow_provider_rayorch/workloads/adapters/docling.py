@@ -77,7 +77,8 @@ class DoclingPages:
                 continue
             if result.status not in self._ok:
                 errors = "; ".join(str(e) for e in getattr(result, "errors", [])) or "no detail"
-                out.append(RecordFailure(f"Docling {result.status} on page {number}: {errors}"))
+                status = getattr(result.status, "value", result.status)
+                out.append(RecordFailure(f"Docling status {status} on page {number}: {errors}"))
                 continue
             markdown = result.document.export_to_markdown()
             out.append({"page": number, "markdown": str(markdown).strip()})
