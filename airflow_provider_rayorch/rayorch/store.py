@@ -43,6 +43,7 @@ __all__ = [
     "StoreError",
     "glob_uris",
     "microbatch_count",
+    "read_summary_outputs",
 ]
 
 #: Parquet schema metadata key naming how the ``value`` column is encoded.
@@ -364,6 +365,20 @@ class RunStore:
         path = self._path(run_id, _RUN)
         if self._exists(path):
             self.fs.delete_file(path)
+
+
+def read_summary_outputs(summary: dict[str, Any], port: str = "out") -> list[dict[str, Any]]:
+    """The committed output rows of the run (or microbatch) a lineage summary describes."""
+    uri = str(summary["outputs"]["uri"])
+    run_id = str(summary["run_id"])
+    marker = f"/{run_id}/outputs"
+    root = uri[: uri.rindex(marker)]
+    rows = RunStore(root).read_outputs(run_id, port)
+    mb = summary.get("microbatch")
+    if mb:
+        lo, hi = int(mb["first_source"]), int(mb["first_source"]) + int(mb["count"])
+        rows = [r for r in rows if lo <= int(r["source"]) < hi]
+    return rows
 
 
 def rows_of(outputs: Iterable[Any]) -> list[tuple[str, str | None, Any]]:

@@ -7,6 +7,7 @@ from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..runtime.core import Core
+from .gc_policy import rare_full_collections
 from .result import MicrobatchResult, RunResult, assemble, microbatch_result
 
 if TYPE_CHECKING:
@@ -108,7 +109,8 @@ class Executor:
                               skip_microbatches)
             from .progress import Progress
 
-            with Progress(core.num_sources, enabled=self.progress) as progress:
+            with rare_full_collections(), Progress(core.num_sources, enabled=self.progress
+                                                    ) as progress:
                 for mb in self._backend.drive(core):
                     progress.update(mb)
                     yield microbatch_result(mb, self.plan.output_names, started)

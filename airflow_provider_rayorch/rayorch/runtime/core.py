@@ -402,7 +402,8 @@ class Core:
         mb.outputs = outputs
         mb.source_outcomes = outcomes
         mb.failures = failures
-        mb.roots = []  # lineage of a finished microbatch is released
+        _release(mb.roots)
+        mb.roots = []
 
     # -- Items ----------------------------------------------------------------
     def _settle(self, e: Entity, slot: int, content: Any) -> None:
@@ -862,6 +863,23 @@ class _Broadcast:
         for e in level:
             if e.items[self.out_slot] is PENDING:
                 self.core._settle(e, self.out_slot, content)
+
+
+def _release(roots: list[Entity]) -> None:
+    """Break the parent/child cycles of a finished microbatch's lineage.
+
+    Reference counting then frees it at once, without waiting for a full
+    garbage collection (which executors keep rare; see ``execution.gc_policy``).
+    """
+    stack = list(roots)
+    while stack:
+        e = stack.pop()
+        children = e.children
+        if children:
+            for kids in children.values():
+                if type(kids) is list:
+                    stack.extend(kids)
+        e.children = e.grains = e.gfail = e.waits = None
 
 
 _RANK = {ItemOutcome.DROPPED: 1, ItemOutcome.SUPPRESSED: 2, ItemOutcome.FAILED: 3}

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..outcomes import ItemOutcome
-from .phases import GrainPhase
+from .phases import GrainPhase, read_story
 
 if TYPE_CHECKING:
     from .core import CallState, DomainState, Microbatch
@@ -115,15 +115,14 @@ class Grain:
         self.infra = 0
         self.seq = seq
         self.t_ready = now
-        self.story: list[tuple[Any, int]] = []
+        #: One letter per transition (see ``phases.read_story``): cheap and untracked.
+        self.story = ""
 
     def describe(self) -> str:
         return f"Grain {self.call.name}@{self.entity.path()} (generation {self.gen})"
 
     def story_lines(self) -> list[str]:
-        lines = ["created ready"]
-        lines += [f"{event.value} (generation {gen})" for event, gen in self.story]
-        return lines
+        return read_story(self.story)
 
 
 class ValueOps:

@@ -10,7 +10,7 @@ from ..errors import InvalidTransition
 if TYPE_CHECKING:
     from .lineage import Grain
 
-__all__ = ["TRANSITIONS", "GrainEvent", "GrainPhase", "move"]
+__all__ = ["TRANSITIONS", "GrainEvent", "GrainPhase", "move", "read_story"]
 
 
 class GrainPhase(enum.Enum):
@@ -30,6 +30,28 @@ class GrainEvent(enum.Enum):
     RETRY = "retry"
     SUPPRESS = "suppress"
 
+    @property
+    def letter(self) -> str:
+        """One letter per event, so a Grain's story is a short (untracked) string."""
+        return _LETTERS[self]
+
+
+_LETTERS = {event: event.value[0] for event in GrainEvent}
+_EVENTS = {letter: event for event, letter in _LETTERS.items()}
+
+
+def read_story(story: str) -> list[str]:
+    """Spell out a Grain's story: ``"dr"`` -> ``["dispatch (generation 1)", "retry"]``."""
+    lines, gen = ["created ready"], 0
+    for letter in story:
+        event = _EVENTS[letter]
+        if event is GrainEvent.DISPATCH:
+            gen += 1
+            lines.append(f"dispatch (generation {gen})")
+        else:
+            lines.append(event.value)
+    return lines
+
 
 R, F, D, S = GrainPhase.READY, GrainPhase.IN_FLIGHT, GrainPhase.DONE, GrainPhase.SUPPRESSED
 
@@ -48,5 +70,5 @@ def move(grain: Grain, event: GrainEvent) -> None:
     nxt = TRANSITIONS.get((grain.phase, event))
     if nxt is None:
         raise InvalidTransition(grain.describe(), grain.phase.value, event.value, grain.story_lines())
-    grain.story.append((event, grain.gen))
+    grain.story += _LETTERS[event]
     grain.phase = nxt

@@ -1,0 +1,1 @@
+"""Benchmarks: commands, not tests (see docs/benchmarks/)."""
