@@ -25,7 +25,11 @@ from airflow_provider_rayorch.operators.rayorch import (
     RUN_STORE_KEY,
     RayOrchOperator,
 )
-from airflow_provider_rayorch.sensors.rayorch import RayOrchMicrobatchSensor, RayOrchRunSensor
+from airflow_provider_rayorch.sensors.rayorch import (
+    MICROBATCH_MAP_INDEX_TEMPLATE,
+    RayOrchMicrobatchSensor,
+    RayOrchRunSensor,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -134,11 +138,12 @@ def rayorch_microbatch_group(
             "deferrable": deferrable,
             "poke_interval": poke_interval,
         }
+        extra = {"map_index_template": MICROBATCH_MAP_INDEX_TEMPLATE, **dict(sensor_kwargs or {})}
         sensors = RayOrchMicrobatchSensor.partial(
             task_id="microbatch",
             max_failed_ratio=max_failed_ratio,
             **common,
-            **dict(sensor_kwargs or {}),
+            **extra,
         ).expand(microbatch=submit.output)
         run = RayOrchRunSensor(task_id="run", trigger_rule="all_done", **common)
         submit >> sensors >> run

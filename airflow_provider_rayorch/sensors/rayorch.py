@@ -59,7 +59,9 @@ class RayOrchMicrobatchSensor(BaseSensorOperator):
 
     Fails when the microbatch's own failed ratio exceeds ``max_failed_ratio`` (its
     summary is still pushed to XCom), or when the job ends without committing it.
-    Meant to be mapped over a :class:`RayOrchSubmitOperator`'s return value.
+    Meant to be mapped over a :class:`RayOrchSubmitOperator`'s return value, with
+    ``map_index_template=MICROBATCH_MAP_INDEX_TEMPLATE`` to label each task instance
+    with its source range (:func:`rayorch_microbatch_group` does both).
 
     :param microbatch: a descriptor ``{"index", "first_source", "count"}``.
     :param run_id: the run (XCom ``rayorch_run_id`` of the submit task; templated).
@@ -84,7 +86,6 @@ class RayOrchMicrobatchSensor(BaseSensorOperator):
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("poke_interval", 5.0)
-        kwargs.setdefault("map_index_template", MICROBATCH_MAP_INDEX_TEMPLATE)
         super().__init__(**kwargs)
         self.microbatch = microbatch
         self.run_id = run_id
