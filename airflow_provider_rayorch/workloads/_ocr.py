@@ -74,8 +74,12 @@ def reading_order(boxes: Sequence[Sequence[float]]) -> list[tuple[int, int]]:
 class OcrEngine:
     """One loaded PP-OCR detector and recognizer; build once per actor."""
 
-    def __init__(self, *, threads: int = 1) -> None:
+    def __init__(self, *, threads: int = 1, max_side: int = 2000) -> None:
         module = require("rapidocr_onnxruntime", extra="documents", package="rapidocr-onnxruntime")
+        cv2 = require("cv2", extra="documents", package="opencv-python-headless")
+        cv2.setNumThreads(threads)
+        self._cv2 = cv2
+        self.max_side = max_side
         engine: Any = module.RapidOCR(
             intra_op_num_threads=threads, inter_op_num_threads=1, print_verbose=False
         )
@@ -87,11 +91,21 @@ class OcrEngine:
         self._engine = engine
 
     def detect(self, image: np.ndarray) -> list[np.ndarray]:
-        """Text-region quadrilaterals (4x2 float arrays, pixel coordinates)."""
-        boxes, _ = self._engine.text_det(to_bgr(image))
+        """Text-region quadrilaterals (4x2 float arrays, pixel coordinates of ``image``).
+
+        Images whose longer side exceeds ``max_side`` are detected on a downscaled
+        copy; the boxes are scaled back.
+        """
+        height, width = image.shape[:2]
+        scale = min(1.0, self.max_side / max(height, width, 1))
+        small = image
+        if scale < 1.0:
+            size = (max(1, round(width * scale)), max(1, round(height * scale)))
+            small = self._cv2.resize(image, size, interpolation=self._cv2.INTER_AREA)
+        boxes, _ = self._engine.text_det(to_bgr(small))
         if boxes is None:
             return []
-        return [np.asarray(box, dtype=np.float32).reshape(4, 2) for box in boxes]
+        return [np.asarray(box, dtype=np.float32).reshape(4, 2) / scale for box in boxes]
 
     def recognize(self, crops: Sequence[np.ndarray]) -> list[tuple[str, float]]:
         """Text and confidence for each crop, in input order (batched inside)."""

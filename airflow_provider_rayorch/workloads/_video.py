@@ -19,6 +19,7 @@ __all__ = [
     "find_cuts",
     "frame_features",
     "motion_score",
+    "probe_video",
     "sample_frames",
     "scan_video",
     "spans_fixed",
@@ -116,6 +117,31 @@ def scan_video(path: object, *, width: int = 64) -> tuple[VideoInfo, list[float]
             frames=len(times),
         )
         return info, times, scores
+    finally:
+        container.close()
+
+
+def probe_video(path: object) -> VideoInfo | None:
+    """The video's info from container metadata alone, or None when it lacks a duration."""
+    container = _open(path)
+    try:
+        stream = container.streams.video[0]
+        if stream.duration is not None and stream.time_base:
+            duration = float(stream.duration * stream.time_base)
+        elif container.duration is not None:
+            duration = container.duration / 1_000_000
+        else:
+            return None
+        fps = _fps(stream)
+        if duration <= 0 or not fps:
+            return None
+        return VideoInfo(
+            fps=fps,
+            width=int(stream.codec_context.width),
+            height=int(stream.codec_context.height),
+            duration_s=duration,
+            frames=int(stream.frames) or round(duration * fps),
+        )
     finally:
         container.close()
 

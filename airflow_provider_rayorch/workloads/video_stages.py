@@ -14,6 +14,7 @@ from airflow_provider_rayorch.workloads._video import (
     find_cuts,
     frame_features,
     motion_score,
+    probe_video,
     sample_frames,
     scan_video,
     spans_fixed,
@@ -70,10 +71,11 @@ class SplitVideo:
         return spans, infos
 
     def _split(self, path: object) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        info, times, scores = scan_video(path)
-        if self.mode == "fixed":
+        if self.mode == "fixed":  # needs only the duration: metadata, else a scan
+            info = probe_video(path) or scan_video(path)[0]
             pieces = spans_fixed(info.duration_s, self.clip_s)
         else:
+            info, times, scores = scan_video(path)
             cuts = find_cuts(
                 times, scores, threshold=self.cut_threshold, min_clip_s=self.min_clip_s
             )

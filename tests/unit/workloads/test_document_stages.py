@@ -169,3 +169,15 @@ def test_assemble_page_drops_low_confidence_regions() -> None:
     assert page["page"] == 5
     assert page["text"] == "good\nnext"
     assert len(page["regions"]) == 2
+
+
+def test_large_pages_are_detected_downscaled(text_pdf: Path) -> None:
+    (image,), _ = RenderPage(dpi=150).run([0], [str(text_pdf)])
+    full = DetectText()
+    small = DetectText()
+    small.engine.max_side = 400  # forces the downscaled path on a 875-pixel-wide page
+    boxes_full = [r["box"] for r in full.run([image])[0]]
+    boxes_small = [r["box"] for r in small.run([image])[0]]
+    assert len(boxes_small) == len(boxes_full) == 2
+    for a, b in zip(boxes_full, boxes_small, strict=True):
+        assert a == pytest.approx(b, abs=0.03)

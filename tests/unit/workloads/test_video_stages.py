@@ -129,3 +129,25 @@ def test_video_without_cuts_is_one_clip(tmp_path: Path) -> None:
     spans, infos = SplitVideo().run([path])
     assert spans[0] == [{"index": 0, "start_s": 0.0, "end_s": 1.5}]
     assert infos[0]["frames"] == 15
+
+
+def test_audio_only_file_fails(tmp_path: Path) -> None:
+    import av
+
+    path = tmp_path / "tone.wav"
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("pcm_s16le", rate=8000)
+        frame = av.AudioFrame.from_ndarray(
+            np.zeros((1, 800), np.int16), format="s16", layout="mono"
+        )
+        frame.sample_rate = 8000
+        container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+    spans, _ = SplitVideo().run([path])
+    assert spans[0] == RecordFailure("no video stream")
+
+
+def test_fixed_split_uses_metadata_and_counts_frames(cut_video: Path) -> None:
+    _, infos = SplitVideo(mode="fixed").run([cut_video])
+    assert infos[0]["frames"] == 36
+    assert infos[0]["duration_s"] == pytest.approx(3.0, abs=1 / 12)
