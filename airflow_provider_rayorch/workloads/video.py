@@ -57,6 +57,8 @@ class VideoOptions:
     """A local Qwen2.5-VL-style model directory: adds a caption per kept clip."""
     caption_prompt: str = "Describe this video clip in one sentence."
     caption_max_new_tokens: int = 48
+    caption_device: str = "cpu"
+    """Torch device of the caption model, e.g. ``"cuda"`` (with ``num_gpus`` in ray_options)."""
     ray_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per-stage overrides, e.g. ``{"caption": {"num_gpus": 1}}``; stages are
     ``split, decode, motion, keyframes, caption, attach_caption, assemble``."""
@@ -124,6 +126,7 @@ class VideoPipeline(ro.Pipeline):
                     model_path=opts.caption_model,
                     prompt=opts.caption_prompt,
                     max_new_tokens=opts.caption_max_new_tokens,
+                    device=opts.caption_device,
                 )
                 .ray_options(**ray("caption", batch_size=4, num_cpus=1))
             )
