@@ -23,5 +23,7 @@ class RayJobLink(BaseOperatorLink):
     def get_link(self, operator: Any, *, ti_key: TaskInstanceKey) -> str:
         from airflow.sdk.execution_time.xcom import XCom
 
+        if getattr(operator, "_job_id", "") is None:  # this try submitted no Ray job
+            return ""
         url = XCom.get_value(ti_key=ti_key, key=JOB_URL_KEY)
         return str(url) if url else ""

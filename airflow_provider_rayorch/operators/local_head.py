@@ -90,6 +90,9 @@ def start_local_head(
     ]
     full_env = {**os.environ, **dict(env or {})}
     full_env.pop("RAY_ADDRESS", None)
+    # Jobs run `python ...` on the head: make that this environment's Python.
+    bindir = os.path.dirname(sys.executable)
+    full_env["PATH"] = os.pathsep.join([bindir, full_env.get("PATH", "")])
     log_path = os.path.join(temp_dir, "ray-start.log")
     with open(log_path, "w") as log:
         proc = subprocess.Popen(

@@ -75,6 +75,7 @@ class RayOrchSubmitOperator(RayOrchOperator):
             self._push_job(context, str(job_id))
         else:
             job_id = self.submit_job(context)
+            self._push_job(context, str(job_id))
             if state is not None:
                 from airflow.sdk.execution_time.context import NEVER_EXPIRE
 

@@ -296,13 +296,11 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         if active is not None:
             self.log.info("Run %s already has an active job %s: attaching to it", run_id, active)
             self._job_id = active
-            self._push_job(context, active)
             return active
         sid = _common.submission_id(run_id, context["ti"].try_number)
         info = hook.get_job_info(sid)
         if info is not None:
             if info["status"] in ACTIVE_STATES:
-                self._push_job(context, sid)
                 return sid
             sid = f"{sid}-{int(time.time())}"  # Ray refuses to reuse a submission id
         store = self._store()
@@ -326,7 +324,6 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         )
         self.log.info("Submitted Ray job %s for run %s", job_id, run_id)
         self._job_id = job_id
-        self._push_job(context, job_id)
         return job_id
 
     def _push_job(self, context: Context, job_id: str) -> None:
@@ -338,6 +335,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             self.log.info("Ray dashboard: %s", url)
 
     def get_job_status(self, external_id: Any, context: Context) -> str:
+        self._job_id = str(external_id)
         return self.hook.get_job_status(str(external_id))
 
     def is_job_active(self, status: str) -> bool:
@@ -351,6 +349,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         this method's value when it re-attaches to a running job."""
         job_id = str(external_id)
         self._job_id = job_id
+        self._push_job(context, job_id)
         if self.deferrable:
             self.defer(
                 trigger=RayOrchJobTrigger(
@@ -394,6 +393,12 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         error = _error_line(logs)
         if error is not None and "exit_code" in error:
             return _driver_exit_error(int(error["exit_code"]), str(error.get("message")))
+        if "No module named 'airflow_provider_rayorch'" in f"{message}\n{logs}":
+            return RayOrchPipelineNotImportable(
+                f"Ray job {job_id}: the cluster's Python cannot import airflow_provider_rayorch; "
+                "install airflow-provider-rayorch in the cluster image (or add it to the "
+                "connection's runtime_env `pip`)."
+            )
         return RayOrchJobFailed(f"Ray job {job_id} ended {status}: {message}")
 
     def get_job_result(self, external_id: Any, context: Context) -> Any:
@@ -410,6 +415,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
     def execute_complete(self, context: Context, event: Mapping[str, Any] | None = None) -> Any:
         if not event or "status" not in event:
             raise RayOrchJobFailed(f"unexpected trigger event {event!r}")
+        self._job_id = str(event.get("job_id") or "") or None
         if event["status"] != "success":
             job_id = str(event.get("job_id"))
             try:
