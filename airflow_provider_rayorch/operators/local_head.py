@@ -126,17 +126,21 @@ def start_local_head(
 def _group_members(pgid: int) -> list[Any]:
     import psutil
 
+    try:  # reap the `ray start` process if it is our own child
+        os.waitpid(pgid, os.WNOHANG)
+    except ChildProcessError:
+        pass
     members = []
-    for proc in psutil.process_iter(["pid"]):
+    for proc in psutil.process_iter(["pid", "status"]):
         try:
-            if os.getpgid(proc.pid) == pgid:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
                 members.append(proc)
         except (ProcessLookupError, PermissionError, psutil.Error):
             continue
     return members
 
 
-def stop_local_head(head: Mapping[str, Any], *, timeout: float = 30.0) -> None:
+def stop_local_head(head: Mapping[str, Any], *, timeout: float = 10.0) -> None:
     """Stop the head's own process group: SIGTERM, then SIGKILL after ``timeout``."""
     pgid = int(head["pgid"])
     if pgid <= 1 or pgid == os.getpgrp():

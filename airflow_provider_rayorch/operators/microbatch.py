@@ -103,7 +103,10 @@ def rayorch_microbatch_group(
 ) -> TaskGroup:
     """A task group: ``submit`` >> ``microbatch`` (mapped sensors) >> ``run``.
 
-    With ``local_head=True`` a ``ray_head`` setup task starts a loopback Ray head
+    Each ``microbatch`` task instance succeeds as soon as its manifest commits and
+    fails when its own failed ratio exceeds ``max_failed_ratio``; ``run`` (trigger
+    rule ``all_done``) waits for the job, returns the run summary and judges the
+    whole run against the same ratio. With ``local_head=True`` a ``ray_head`` setup task starts a loopback Ray head
     and a ``stop_ray_head`` teardown task stops it after ``run``. The ``run`` task
     returns the run lineage summary once the job has ended.
     """
@@ -146,7 +149,9 @@ def rayorch_microbatch_group(
             **common,
             **extra,
         ).expand(microbatch=submit.output)
-        run = RayOrchRunSensor(task_id="run", trigger_rule="all_done", **common)
+        run = RayOrchRunSensor(
+            task_id="run", trigger_rule="all_done", max_failed_ratio=max_failed_ratio, **common
+        )
         submit >> sensors >> run
         if head is not None:
             stop = RayLocalHeadStopOperator(task_id="stop_ray_head", head=head.output)

@@ -160,8 +160,8 @@ class RayOrchMicrobatchSensor(BaseSensorOperator):
 class RayOrchRunSensor(BaseSensorOperator):
     """Waits for the run's Ray job to end and returns the run lineage summary.
 
-    Does not judge the failed ratio (the microbatch sensors do); fails only when the
-    job ended without writing a run manifest.
+    Fails when the job ended without a run manifest, or when the run's failed ratio
+    exceeds ``max_failed_ratio`` (the summary is pushed to XCom all the same).
     """
 
     template_fields: Sequence[str] = ("run_id", "run_store", "job_id", "ray_address")
@@ -174,6 +174,7 @@ class RayOrchRunSensor(BaseSensorOperator):
         job_id: str | None,
         rayorch_conn_id: str = RayOrchHook.default_conn_name,
         ray_address: str | None = None,
+        max_failed_ratio: float = 0.0,
         deferrable: bool = True,
         **kwargs: Any,
     ) -> None:
@@ -184,6 +185,7 @@ class RayOrchRunSensor(BaseSensorOperator):
         self.job_id = job_id
         self.rayorch_conn_id = rayorch_conn_id
         self.ray_address = ray_address
+        self.max_failed_ratio = float(max_failed_ratio)
         self.deferrable = deferrable
 
     def _summary(self) -> dict[str, Any] | None:
@@ -201,7 +203,7 @@ class RayOrchRunSensor(BaseSensorOperator):
         if not self.deferrable or not self.job_id:
             return super().execute(context)
         if self._ended():
-            return self._result()
+            return judge(self._result(), self.max_failed_ratio, context)
         self.defer(
             trigger=RayOrchJobTrigger(
                 job_id=self.job_id,
@@ -219,7 +221,8 @@ class RayOrchRunSensor(BaseSensorOperator):
     def poke(self, context: Context) -> PokeReturnValue:
         if not self._ended():
             return PokeReturnValue(is_done=False)
-        return PokeReturnValue(is_done=True, xcom_value=self._result())
+        summary = judge(self._result(), self.max_failed_ratio, context)
+        return PokeReturnValue(is_done=True, xcom_value=summary)
 
     def _result(self) -> dict[str, Any]:
         summary = self._summary()
@@ -236,4 +239,4 @@ class RayOrchRunSensor(BaseSensorOperator):
                 f"Ray job {event.get('job_id')} ended {event.get('job_status')} without a run "
                 f"manifest: {event.get('message')}"
             )
-        return summary
+        return judge(summary, self.max_failed_ratio, context)

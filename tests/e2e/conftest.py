@@ -24,6 +24,7 @@ E2E_DAGS = ROOT / "tests" / "e2e" / "dags"
 EXAMPLES = ROOT / "dags_examples"
 PYTHON = sys.executable
 AIRFLOW = str(Path(PYTHON).with_name("airflow"))
+sys.path[:0] = [str(EXAMPLES), str(E2E_DAGS)]
 
 
 def closed_port() -> int:
