@@ -8,6 +8,7 @@ in a process group of its own, and stop exactly that process group afterwards
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -126,10 +127,8 @@ def start_local_head(
 def _group_members(pgid: int) -> list[Any]:
     import psutil
 
-    try:  # reap the `ray start` process if it is our own child
+    with contextlib.suppress(ChildProcessError):  # reap `ray start` if it is our child
         os.waitpid(pgid, os.WNOHANG)
-    except ChildProcessError:
-        pass
     members = []
     for proc in psutil.process_iter(["pid", "status"]):
         try:

@@ -106,9 +106,9 @@ def rayorch_microbatch_group(
     Each ``microbatch`` task instance succeeds as soon as its manifest commits and
     fails when its own failed ratio exceeds ``max_failed_ratio``; ``run`` (trigger
     rule ``all_done``) waits for the job, returns the run summary and judges the
-    whole run against the same ratio. With ``local_head=True`` a ``ray_head`` setup task starts a loopback Ray head
-    and a ``stop_ray_head`` teardown task stops it after ``run``. The ``run`` task
-    returns the run lineage summary once the job has ended.
+    whole run against the same ratio. With ``local_head=True`` a ``ray_head`` setup
+    task starts a loopback Ray head and a ``stop_ray_head`` teardown task stops it
+    after ``run``.
     """
     with TaskGroup(group_id) as group:
         prefix = f"{group.group_id}." if group.group_id else ""
