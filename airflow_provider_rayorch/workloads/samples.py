@@ -1,6 +1,7 @@
 """Small synthetic inputs with known content: for tests, demos and example DAGs.
 
-``write_text_pdf`` needs ``reportlab``; ``write_scene_video`` needs ``av`` and ``numpy``.
+``write_text_pdf`` needs ``reportlab``; ``write_scene_video`` needs ``av`` and ``numpy``;
+``write_tiny_qwen_vl`` needs ``torch`` and ``transformers``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from airflow_provider_rayorch.workloads._deps import require
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["Segment", "write_scene_video", "write_text_pdf"]
+__all__ = ["Segment", "write_scene_video", "write_text_pdf", "write_tiny_qwen_vl"]
 
 
 def write_text_pdf(
@@ -94,3 +95,76 @@ def write_scene_video(
                 container.mux(stream.encode(video_frame))
         container.mux(stream.encode(None))
     return total / fps
+
+
+_QWEN_SPECIALS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+)
+
+
+def write_tiny_qwen_vl(directory: str | os.PathLike[str], *, seed: int = 0) -> str:
+    """Save a tiny, randomly initialised Qwen2.5-VL model directory; returns its path.
+
+    One text and one vision layer (hidden size 32), a word-level tokenizer over
+    ASCII characters and the Qwen2-VL image processor: enough to exercise loading
+    and generation code without downloading weights. Its output is gibberish.
+    """
+    torch: Any = require("torch", extra="vlm")
+    transformers: Any = require("transformers", extra="vlm")
+    tokenizers: Any = require("tokenizers", extra="vlm")
+    pil_processor: Any = require(
+        "transformers.models.qwen2_vl.image_processing_pil_qwen2_vl", extra="vlm"
+    )
+    vocab: dict[str, int] = {}
+    for token in [*_QWEN_SPECIALS, "system", "user", "assistant", *map(chr, range(33, 127))]:
+        vocab.setdefault(token, len(vocab))
+    backend = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="<|endoftext|>"))
+    backend.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    backend.add_special_tokens(list(_QWEN_SPECIALS))
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        unk_token="<|endoftext|>",
+    )
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in _QWEN_SPECIALS}
+    config = transformers.Qwen2_5_VLConfig(
+        text_config={
+            "vocab_size": len(vocab),
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 1,
+            "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
+            "bos_token_id": ids["<|im_start|>"],
+            "eos_token_id": ids["<|im_end|>"],
+            "pad_token_id": ids["<|endoftext|>"],
+        },
+        vision_config={
+            "depth": 1,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_heads": 2,
+            "out_hidden_size": 32,
+            "fullatt_block_indexes": [0],
+        },
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        eos_token_id=ids["<|im_end|>"],
+        pad_token_id=ids["<|endoftext|>"],
+    )
+    torch.manual_seed(seed)
+    path = os.fspath(directory)
+    transformers.Qwen2_5_VLForConditionalGeneration(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    pil_processor.Qwen2VLImageProcessorPil().save_pretrained(path)
+    return path

@@ -36,7 +36,12 @@ STAGES = ("split", "decode", "motion", "keyframes", "caption", "attach_caption",
 
 @dataclass(frozen=True)
 class VideoOptions:
-    """Options of :class:`VideoPipeline`; the defaults fit a Ray with 2 CPUs, no GPU."""
+    """Options of :class:`VideoPipeline`; the defaults fit a Ray with 2 CPUs, no GPU.
+
+    The default stages reserve 0.95 CPU in all; the caption stage adds 1 CPU.
+    Ray never starts an actor whose reservation does not fit, so keep the sum of
+    every stage's ``num_cpus`` x ``replicas`` within the cluster's CPUs.
+    """
 
     split: Literal["scene", "fixed"] = "scene"
     """Cut at shot changes, or every ``clip_s`` seconds."""
@@ -92,7 +97,7 @@ class VideoPipeline(ro.Pipeline):
                 max_clip_s=opts.max_clip_s,
             )
             .returns(2)
-            .ray_options(**ray("split", batch_size=1, num_cpus=0.5))
+            .ray_options(**ray("split", batch_size=1, num_cpus=0.25))
         )
         self.decode: Any = (
             ro.RayModule(DecodeClip)
@@ -102,7 +107,7 @@ class VideoPipeline(ro.Pipeline):
                     "decode",
                     replicas=opts.decode_replicas,
                     batch_size=opts.decode_batch_size,
-                    num_cpus=0.4,
+                    num_cpus=0.25,
                 )
             )
         )
@@ -110,10 +115,10 @@ class VideoPipeline(ro.Pipeline):
             ro.RayModule(ScoreMotion)
             .pre_init(static_threshold=opts.static_threshold)
             .returns(2)
-            .ray_options(**ray("motion", batch_size=16, num_cpus=0.1))
+            .ray_options(**ray("motion", batch_size=16, num_cpus=0.05))
         )
         self.keyframes: Any = ro.RayModule(ExtractKeyframes).ray_options(
-            **ray("keyframes", batch_size=16, num_cpus=0.2)
+            **ray("keyframes", batch_size=16, num_cpus=0.1)
         )
         self.caption: Any = None
         self.attach_caption: Any = None
@@ -131,10 +136,10 @@ class VideoPipeline(ro.Pipeline):
                 .ray_options(**ray("caption", batch_size=4, num_cpus=1))
             )
             self.attach_caption = ro.function(attach_captions).ray_options(
-                **ray("attach_caption", batch_size=16, num_cpus=0.1)
+                **ray("attach_caption", batch_size=16, num_cpus=0.05)
             )
         self.assemble: Any = ro.RayModule(AssembleVideo).ray_options(
-            **ray("assemble", batch_size=8, num_cpus=0.1)
+            **ray("assemble", batch_size=8, num_cpus=0.05)
         )
 
     def forward(self, video: ro.Port) -> Any:

@@ -51,3 +51,18 @@ def test_video_on_ray(cut_video: Path, tmp_path: Path) -> None:
     assert broken.cause.startswith("video[1]: cannot open video")
     local = ro.run(VideoPipeline(), [str(cut_video)], backend="local").outputs
     assert local == [video]
+
+
+def test_video_captions_on_ray(cut_video: Path, tmp_path: Path) -> None:
+    """The VLM adapter inside Ray actors, with a tiny random Qwen2.5-VL built here."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from airflow_provider_rayorch.workloads.samples import write_tiny_qwen_vl
+
+    model = write_tiny_qwen_vl(tmp_path / "tiny-qwen")
+    pipeline = VideoPipeline(caption_model=model, caption_max_new_tokens=4)
+    (video,) = ro.run(pipeline, [str(cut_video)]).outputs
+    assert [c["index"] for c in video["clips"]] == [0, 2]
+    assert all(isinstance(c["caption"], str) for c in video["clips"])
+    (local,) = ro.run(pipeline, [str(cut_video)], backend="local").outputs
+    assert local == video

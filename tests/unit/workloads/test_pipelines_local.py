@@ -123,3 +123,20 @@ def test_video_fixed_split_and_all_static(cut_video: Path, tmp_path: Path) -> No
 def test_video_options_are_checked() -> None:
     with pytest.raises(TypeError, match="unknown option"):
         VideoPipeline(fps=3)
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        pytest.param(lambda: DocumentPipeline(), id="documents"),
+        pytest.param(lambda: VideoPipeline(), id="video"),
+        pytest.param(lambda: VideoPipeline(caption_model="/models/vlm"), id="video+caption"),
+    ],
+)
+def test_default_reservations_fit_two_cpus(pipeline: Any) -> None:
+    """Ray starts no actor that does not fit: the defaults must fit a 2-CPU node."""
+    modules = [m for m in vars(pipeline()).values() if isinstance(m, ro.RayModule)]
+    assert modules
+    total = sum(m.options.get("num_cpus", 1) * m.options.get("replicas", 1) for m in modules)
+    assert total <= 2.0
+    assert all(m.options.get("num_gpus", 0) == 0 for m in modules)

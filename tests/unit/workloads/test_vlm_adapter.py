@@ -16,79 +16,21 @@ import pytest
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.workloads._deps import MissingModelError
 from airflow_provider_rayorch.workloads.adapters.vlm import build_prompt, pick_frames
+from airflow_provider_rayorch.workloads.samples import write_tiny_qwen_vl
 from airflow_provider_rayorch.workloads.video import VideoPipeline
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-SPECIALS = [
-    "<|endoftext|>",
-    "<|im_start|>",
-    "<|im_end|>",
-    "<|vision_start|>",
-    "<|vision_end|>",
-    "<|image_pad|>",
-    "<|video_pad|>",
-]
-
-
-def make_tiny_qwen(directory: Path) -> Path:
-    """Save a random 2-layer Qwen2.5-VL, a word-level tokenizer and an image processor."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    tokenizers = pytest.importorskip("tokenizers")
-    vocab: dict[str, int] = {}
-    for token in [*SPECIALS, "system", "user", "assistant", *map(chr, range(33, 127))]:
-        vocab.setdefault(token, len(vocab))
-    backend = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="<|endoftext|>"))
-    backend.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
-    backend.add_special_tokens(SPECIALS)
-    tokenizer = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        unk_token="<|endoftext|>",
-    )
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIALS}
-    config = transformers.Qwen2_5_VLConfig(
-        text_config={
-            "vocab_size": len(vocab),
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-            "num_key_value_heads": 1,
-            "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
-        },
-        vision_config={
-            "depth": 1,
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_heads": 2,
-            "out_hidden_size": 32,
-            "fullatt_block_indexes": [0],
-        },
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-        eos_token_id=ids["<|im_end|>"],
-        pad_token_id=ids["<|endoftext|>"],
-    )
-    torch.manual_seed(0)
-    transformers.Qwen2_5_VLForConditionalGeneration(config).save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    pil = pytest.importorskip("transformers.models.qwen2_vl.image_processing_pil_qwen2_vl")
-    pil.Qwen2VLImageProcessorPil().save_pretrained(directory)
-    return directory
-
 
 @pytest.fixture(scope="module")
-def tiny_qwen(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tiny_qwen(tmp_path_factory.mktemp("tiny-qwen"))
+def tiny_qwen(tmp_path_factory: pytest.TempPathFactory) -> str:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    return write_tiny_qwen_vl(tmp_path_factory.mktemp("tiny-qwen"))
 
 
-def test_caption_batch_of_clips(tiny_qwen: Path) -> None:
+def test_caption_batch_of_clips(tiny_qwen: str) -> None:
     from airflow_provider_rayorch.workloads.adapters.vlm import CaptionClips
 
     captioner = CaptionClips(str(tiny_qwen), max_new_tokens=6, max_frames=2)
@@ -104,7 +46,7 @@ def test_caption_batch_of_clips(tiny_qwen: Path) -> None:
     assert captioner.run(clips[:1]) == captions[:1]  # the batch does not change a row
 
 
-def test_video_pipeline_with_captions(tiny_qwen: Path, cut_video: Path) -> None:
+def test_video_pipeline_with_captions(tiny_qwen: str, cut_video: Path) -> None:
     pipeline = VideoPipeline(caption_model=str(tiny_qwen), caption_max_new_tokens=4)
     (video,) = ro.run(pipeline, [str(cut_video)], backend="local").outputs
     assert [c["index"] for c in video["clips"]] == [0, 2]
