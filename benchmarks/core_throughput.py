@@ -75,8 +75,12 @@ def main() -> None:
 
     plan = Fanout(args.batch_size, args.replicas).compile()
     sources = [list(range(args.children))] * args.sources
-    core = Core(plan, [sources], input_batch_size=args.input_batch_size,
-                max_active_input_batches=args.max_active)
+    core = Core(
+        plan,
+        [sources],
+        input_batch_size=args.input_batch_size,
+        max_active_input_batches=args.max_active,
+    )
     profiler = cProfile.Profile() if args.profile else None
     start = time.perf_counter()
     if profiler:
@@ -89,11 +93,16 @@ def main() -> None:
     assert grains == args.sources * args.children, grains
     rate = grains / elapsed
     if args.json:
-        print(json.dumps({"grains": grains, "seconds": round(elapsed, 3),
-                          "grains_per_s": round(rate)}))
+        print(
+            json.dumps(
+                {"grains": grains, "seconds": round(elapsed, 3), "grains_per_s": round(rate)}
+            )
+        )
     else:
-        print(f"{grains:,} Grains in {elapsed:.2f} s: {rate:,.0f} Grains/s "
-              f"({args.sources:,} sources x {args.children} children, batch {args.batch_size})")
+        print(
+            f"{grains:,} Grains in {elapsed:.2f} s: {rate:,.0f} Grains/s "
+            f"({args.sources:,} sources x {args.children} children, batch {args.batch_size})"
+        )
     if profiler:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
 

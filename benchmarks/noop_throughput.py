@@ -3,8 +3,8 @@
     python -m benchmarks.noop_throughput --sources 2000 --children 50
 
 Both engines run the same no-op pipeline (root no-op Call -> expand -> no-op
-Call with batch 256 on 2 replicas -> reduce; Grains/s counts the children) on the same local Ray, in the same process, one after the
-other and alternating over ``--repeats`` rounds. "cold" includes creating the
+Call with batch 256 on 2 replicas -> reduce; Grains/s counts the children) on
+the same local Ray, in the same process, alternating over ``--repeats`` rounds. "cold" includes creating the
 executor and its actors; "warm" reuses an executor whose actors are up. The
 paper's package (``rayorch`` on PyPI) is installed by the ``bench`` extra only.
 """
@@ -16,10 +16,12 @@ import importlib
 import json
 import statistics
 import time
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 
 class NoOp:
@@ -33,9 +35,11 @@ def make_pipeline(ro: ModuleType, batch_size: int, replicas: int) -> Any:
     class Fanout(ro.Pipeline):  # type: ignore[name-defined,misc]
         def __init__(self) -> None:
             self.split = ro.RayModule(NoOp).ray_options(
-                replicas=1, batch_size=batch_size, num_cpus=0)
+                replicas=1, batch_size=batch_size, num_cpus=0
+            )
             self.noop = ro.RayModule(NoOp).ray_options(
-                replicas=replicas, batch_size=batch_size, num_cpus=1)
+                replicas=replicas, batch_size=batch_size, num_cpus=1
+            )
 
         def forward(self, doc: Any) -> Any:
             # The paper's package expands Call outputs only, so a no-op root Call
@@ -50,16 +54,26 @@ def measure(ro: ModuleType, sources: list[list[int]], args: argparse.Namespace) 
     pipeline = make_pipeline(ro, args.batch_size, args.replicas)
     t0 = time.perf_counter()
     with ro.Executor(pipeline) as executor:
-        result = executor.run(sources, input_batch_size=args.input_batch_size,
-                              max_active_input_batches=args.max_active)
+        result = executor.run(
+            sources,
+            input_batch_size=args.input_batch_size,
+            max_active_input_batches=args.max_active,
+        )
         cold = time.perf_counter() - t0
         t1 = time.perf_counter()
-        result = executor.run(sources, input_batch_size=args.input_batch_size,
-                              max_active_input_batches=args.max_active)
+        result = executor.run(
+            sources,
+            input_batch_size=args.input_batch_size,
+            max_active_input_batches=args.max_active,
+        )
         warm = time.perf_counter() - t1
     assert list(result.outputs[0]) == sources[0], "outputs differ from inputs"
-    return {"cold_s": cold, "warm_s": warm, "cold_grains_per_s": grains / cold,
-            "warm_grains_per_s": grains / warm}
+    return {
+        "cold_s": cold,
+        "warm_s": warm,
+        "cold_grains_per_s": grains / cold,
+        "warm_grains_per_s": grains / warm,
+    }
 
 
 def main() -> None:
@@ -93,10 +107,16 @@ def main() -> None:
         ray.shutdown()
     grains = args.sources * args.children
     report: dict[str, Any] = {
-        "command": "python -m benchmarks.noop_throughput " + " ".join(
-            f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
-            if k != "json" and v is not None),
-        "grains": grains, "ray": ray.__version__, "rayorch_peer": peer_version, "engines": {},
+        "command": "python -m benchmarks.noop_throughput "
+        + " ".join(
+            f"--{k.replace('_', '-')} {v}"
+            for k, v in vars(args).items()
+            if k != "json" and v is not None
+        ),
+        "grains": grains,
+        "ray": ray.__version__,
+        "rayorch_peer": peer_version,
+        "engines": {},
     }
     for name, runs in rounds.items():
         report["engines"][name] = {
@@ -105,8 +125,10 @@ def main() -> None:
     mine = report["engines"]["airflow_provider_rayorch"]
     print(f"{grains:,} Grains, median of {args.repeats} rounds")
     for name, fig in report["engines"].items():
-        print(f"  {name:<26} cold {fig['cold_s']:6.2f} s ({fig['cold_grains_per_s']:9,.0f} Grains/s)"
-              f"   warm {fig['warm_s']:6.2f} s ({fig['warm_grains_per_s']:9,.0f} Grains/s)")
+        print(
+            f"  {name:<26} cold {fig['cold_s']:6.2f} s ({fig['cold_grains_per_s']:9,.0f} Grains/s)"
+            f"   warm {fig['warm_s']:6.2f} s ({fig['warm_grains_per_s']:9,.0f} Grains/s)"
+        )
     if "rayorch (paper)" in report["engines"]:
         peer_fig = report["engines"]["rayorch (paper)"]
         for mode in ("cold", "warm"):

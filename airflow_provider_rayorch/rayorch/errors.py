@@ -18,7 +18,10 @@ Errors from user code never escape as such: they become row outcomes, or, under
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = [
     "CompileError",
@@ -57,4 +60,6 @@ class InvalidTransition(RayOrchError):
         self.event = event
         self.story = tuple(story)
         history = "; ".join(self.story) or "(no earlier transitions)"
-        super().__init__(f"{grain}: event {event!r} is illegal in phase {phase!r}. Story: {history}")
+        super().__init__(
+            f"{grain}: event {event!r} is illegal in phase {phase!r}. Story: {history}"
+        )

@@ -6,8 +6,10 @@ None), so ``json.loads(json.dumps(s)) == s`` always holds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
 
 __all__ = [
     "FAILURES_CAP",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..runtime.core import Core
@@ -11,6 +10,8 @@ from .gc_policy import rare_full_collections
 from .result import MicrobatchResult, RunResult, assemble, microbatch_result
 
 if TYPE_CHECKING:
+    from collections.abc import Collection, Iterator
+
     from ..program.pipeline import Pipeline
     from ..program.plan import Plan
     from ..runtime.core import Microbatch
@@ -22,7 +23,8 @@ BACKENDS = ("ray", "local")
 
 
 class Backend(Protocol):
-    values: ValueOps
+    @property
+    def values(self) -> ValueOps: ...
 
     def open(self) -> None: ...
     def close(self) -> None: ...
@@ -80,7 +82,9 @@ class Executor:
             from .ray_backend import RayBackend
 
             backend = RayBackend(
-                self.plan, address=self.address, ray_init_kwargs=self.ray_init_kwargs,
+                self.plan,
+                address=self.address,
+                ray_init_kwargs=self.ray_init_kwargs,
                 **self._backend_options,
             )
         backend.open()
@@ -105,12 +109,15 @@ class Executor:
         assert self._backend is not None
         started = time.perf_counter()
         try:
-            core = self._core(columns, input_batch_size, max_active_input_batches,
-                              skip_microbatches)
+            core = self._core(
+                columns, input_batch_size, max_active_input_batches, skip_microbatches
+            )
             from .progress import Progress
 
-            with rare_full_collections(), Progress(core.num_sources, enabled=self.progress
-                                                    ) as progress:
+            with (
+                rare_full_collections(),
+                Progress(core.num_sources, enabled=self.progress) as progress,
+            ):
                 for mb in self._backend.drive(core):
                     progress.update(mb)
                     yield microbatch_result(mb, self.plan.output_names, started)
@@ -130,10 +137,13 @@ class Executor:
         self.open()
         try:
             started = time.perf_counter()
-            parts = list(self.stream(
-                *columns, input_batch_size=input_batch_size,
-                max_active_input_batches=max_active_input_batches,
-            ))
+            parts = list(
+                self.stream(
+                    *columns,
+                    input_batch_size=input_batch_size,
+                    max_active_input_batches=max_active_input_batches,
+                )
+            )
             finished = time.perf_counter()
             core = self.last_core
             assert self._backend is not None
@@ -143,21 +153,33 @@ class Executor:
                 "duplicate_reports": core.duplicate_reports,
             }
             return assemble(
-                parts, len(self.plan.outputs), started, finished, calls=core.call_metrics(),
-                pipeline=self.plan.pipeline, fingerprint=self.plan.fingerprint, metrics=metrics,
+                parts,
+                len(self.plan.outputs),
+                started,
+                finished,
+                calls=core.call_metrics(),
+                pipeline=self.plan.pipeline,
+                fingerprint=self.plan.fingerprint,
+                metrics=metrics,
             )
         finally:
             if owned:
                 self.close()
 
     def _core(
-        self, columns: tuple[Any, ...], input_batch_size: int | None, max_active: int,
+        self,
+        columns: tuple[Any, ...],
+        input_batch_size: int | None,
+        max_active: int,
         skip: Collection[int],
     ) -> Core:
         assert self._backend is not None
         return Core(
-            self.plan, columns, input_batch_size=input_batch_size,
-            max_active_input_batches=max_active, skip_microbatches=skip,
+            self.plan,
+            columns,
+            input_batch_size=input_batch_size,
+            max_active_input_batches=max_active,
+            skip_microbatches=skip,
             values=self._backend.values,
         )
 
@@ -179,10 +201,15 @@ def run(
     once when None), at most ``max_active_input_batches`` at a time.
     """
     with Executor(
-        pipeline, address=address, backend=backend, ray_init_kwargs=ray_init_kwargs,
-        progress=progress, **backend_options,
+        pipeline,
+        address=address,
+        backend=backend,
+        ray_init_kwargs=ray_init_kwargs,
+        progress=progress,
+        **backend_options,
     ) as executor:
         return executor.run(
-            *columns, input_batch_size=input_batch_size,
+            *columns,
+            input_batch_size=input_batch_size,
             max_active_input_batches=max_active_input_batches,
         )

@@ -10,8 +10,11 @@ finished microbatch's lineage by reference counting (it breaks the cycles).
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = ["rare_full_collections"]
 

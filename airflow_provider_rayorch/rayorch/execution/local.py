@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +24,8 @@ from ..runtime.lineage import ValueOps
 from .worker import instantiate, run_batch
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ..program.plan import Plan
     from ..runtime.core import Core, Microbatch
 
@@ -71,7 +72,9 @@ class LocalBackend:
         module = self.plan.modules[module_id]
         self._spawned += 1
         worker = (module_id, f"{module.name}#{self._spawned}")
-        self._instances[worker] = instantiate(module.udf, module.init_args, dict(module.init_kwargs))
+        self._instances[worker] = instantiate(
+            module.udf, module.init_args, dict(module.init_kwargs)
+        )
         return worker
 
     def metrics(self) -> dict[str, Any]:
@@ -128,8 +131,11 @@ class LocalBackend:
     def _execute(self, command: Dispatch) -> Event:
         module = self.plan.modules[command.node.module]  # type: ignore[index]
         outcome = run_batch(
-            self._instances[command.worker], command.node.name, command.columns,
-            command.kwargs, module.num_outputs,
+            self._instances[command.worker],
+            command.node.name,
+            command.columns,
+            command.kwargs,
+            module.num_outputs,
         )
         if outcome.rows is not None:
             return BatchFinished(command.batch, outcome.rows, outcome.busy_s)
@@ -138,7 +144,11 @@ class LocalBackend:
         return BatchRejected(command.batch, outcome.rejected or "invalid result", outcome.busy_s)
 
     def _lose(
-        self, core: Core, pending: deque[Dispatch], late: list[Event], rng: random.Random,
+        self,
+        core: Core,
+        pending: deque[Dispatch],
+        late: list[Event],
+        rng: random.Random,
         worker: Any,
     ) -> list[Any]:
         """Kill ``worker``: its batches are lost, some report late anyway."""

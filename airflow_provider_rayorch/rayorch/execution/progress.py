@@ -25,8 +25,9 @@ log = logging.getLogger(__name__)
 class Progress:
     """Counts sources done and failed, and Grains per second."""
 
-    def __init__(self, total: int, *, enabled: bool | None = None, interval_s: float = 10.0
-                 ) -> None:
+    def __init__(
+        self, total: int, *, enabled: bool | None = None, interval_s: float = 10.0
+    ) -> None:
         self.total = total
         self.enabled = True if enabled is None else enabled
         self.interval_s = interval_s
@@ -63,8 +64,10 @@ class Progress:
         return self.grains / elapsed if elapsed > 0 else 0.0
 
     def line(self) -> str:
-        return (f"sources {self.done}/{self.total} done, {self.failed} failed, "
-                f"{self.rate():.0f} Grains/s")
+        return (
+            f"sources {self.done}/{self.total} done, {self.failed} failed, "
+            f"{self.rate():.0f} Grains/s"
+        )
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import time
 import weakref
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +39,8 @@ from .ray_worker import PoolWorker
 from .remote_values import Box, RayValues, RemoteValue, collect_boxes, materialize
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ..runtime.core import Core, Microbatch
 
 __all__ = ["RayBackend"]
@@ -118,7 +119,7 @@ class RayBackend:
         for actor in self._all_actors:
             try:
                 ray.kill(actor, no_restart=True)
-            except Exception as exc:  # noqa: BLE001 - best effort: the actor may be gone
+            except Exception as exc:
                 log.debug("killing actor failed: %s", exc)
         self._all_actors.clear()
         self._actors.clear()
@@ -127,8 +128,11 @@ class RayBackend:
             ray.shutdown()
 
     def metrics(self) -> dict[str, Any]:
-        return {"backend": "ray", "workers_lost": self.losses,
-                "batches_recomputed": self.recomputed}
+        return {
+            "backend": "ray",
+            "workers_lost": self.losses,
+            "batches_recomputed": self.recomputed,
+        }
 
     # -- pools ------------------------------------------------------------------
     def _actor_options(self, module_id: int) -> dict[str, Any]:
@@ -145,8 +149,10 @@ class RayBackend:
         module = self.plan.modules[module_id]
         self._spawned += 1
         key = f"{module.name}#{self._spawned}"
-        actor = _remote_worker_class().options(**self._actor_options(module_id)).remote(
-            module.udf, module.init_args, dict(module.init_kwargs)
+        actor = (
+            _remote_worker_class()
+            .options(**self._actor_options(module_id))
+            .remote(module.udf, module.init_args, dict(module.init_kwargs))
         )
         self._actors[key] = actor
         self._module_of[key] = module_id
@@ -169,8 +175,9 @@ class RayBackend:
                         f"module {name!r} failed to start its actor: {_short(exc)}"
                     ) from exc
             if remaining and time.monotonic() >= deadline:
-                names = sorted({self.plan.modules[self._module_of[refs[r]]].name
-                                for r in remaining})
+                names = sorted(
+                    {self.plan.modules[self._module_of[refs[r]]].name for r in remaining}
+                )
                 raise ResourceUnavailableError(
                     f"actors of {', '.join(names)} did not start within "
                     f"{self.actor_start_timeout_s:.0f}s; the cluster may lack the resources "
@@ -193,11 +200,17 @@ class RayBackend:
             if not need:
                 continue
             if not any(all(res.get(k, 0.0) >= v for k, v in need.items()) for res in totals):
-                have = ", ".join(
-                    "{" + ", ".join(f"{k}: {v:g}" for k, v in sorted(r.items())
-                                    if not k.startswith("node:")) + "}"
-                    for r in totals
-                ) or "no alive node"
+                have = (
+                    ", ".join(
+                        "{"
+                        + ", ".join(
+                            f"{k}: {v:g}" for k, v in sorted(r.items()) if not k.startswith("node:")
+                        )
+                        + "}"
+                        for r in totals
+                    )
+                    or "no alive node"
+                )
                 raise ResourceUnavailableError(
                     f"module {module.name!r} asks for {need} per actor, but no node of the "
                     f"cluster has that much (nodes: {have}); lower its ray_options or add "
@@ -232,15 +245,17 @@ class RayBackend:
                 )
             commands = self._collect(core, inflight)
 
-    def _submit(self, command: Dispatch, inflight: dict[Any, _InFlight],
-                attempts: int = 0) -> None:
+    def _submit(self, command: Dispatch, inflight: dict[Any, _InFlight], attempts: int = 0) -> None:
         actor = self._actors.get(command.worker)
         if actor is None:  # replaced meanwhile; the core already re-queued its Grains
             return
         node = command.node
         module = self.plan.modules[node.module]  # type: ignore[index]
         report, values = actor.run.remote(
-            node.name, command.columns, command.kwargs, module.num_outputs,
+            node.name,
+            command.columns,
+            command.kwargs,
+            module.num_outputs,
             self._facts[node.id],
         )
         inflight[report] = _InFlight(command.batch, command.worker, values, command, attempts)
@@ -266,8 +281,9 @@ class RayBackend:
                 commands += core.handle(event)
         return commands
 
-    def _event(self, entry: _InFlight, report: tuple[Any, ...],
-               inflight: dict[Any, _InFlight]) -> Event | None:
+    def _event(
+        self, entry: _InFlight, report: tuple[Any, ...], inflight: dict[Any, _InFlight]
+    ) -> Event | None:
         kind = report[0]
         if kind == "ok":
             return BatchFinished(entry.batch, self._rows(entry, report), report[4])
@@ -287,10 +303,17 @@ class RayBackend:
         node = entry.dispatch.node
         module = self.plan.modules[node.module]  # type: ignore[index]
         n = len(entry.dispatch.columns[0])
-        box = Box(entry.values, _Recipe(
-            module.id, node.name, entry.dispatch.columns, entry.dispatch.kwargs,
-            module.num_outputs, self._facts[node.id],
-        ))
+        box = Box(
+            entry.values,
+            _Recipe(
+                module.id,
+                node.name,
+                entry.dispatch.columns,
+                entry.dispatch.kwargs,
+                module.num_outputs,
+                self._facts[node.id],
+            ),
+        )
         self._boxes[entry.values.hex()] = box
         k_out = module.num_outputs
         rows: list[Any] = []
@@ -299,24 +322,31 @@ class RayBackend:
                 rows.append(status[i])
                 continue
             if k_out == 1:
-                rows.append(RemoteValue(
-                    box, (i,),
-                    None if lengths[0] is None else lengths[0][i],
-                    None if truths[0] is None else truths[0][i],
-                ))
-            else:
-                rows.append(tuple(
+                rows.append(
                     RemoteValue(
-                        box, (i, k),
-                        None if lengths[k] is None else lengths[k][i],
-                        None if truths[k] is None else truths[k][i],
+                        box,
+                        (i,),
+                        None if lengths[0] is None else lengths[0][i],
+                        None if truths[0] is None else truths[0][i],
                     )
-                    for k in range(k_out)
-                ))
+                )
+            else:
+                rows.append(
+                    tuple(
+                        RemoteValue(
+                            box,
+                            (i, k),
+                            None if lengths[k] is None else lengths[k][i],
+                            None if truths[k] is None else truths[k][i],
+                        )
+                        for k in range(k_out)
+                    )
+                )
         return rows
 
-    def _replace(self, core: Core, worker: str, inflight: dict[Any, _InFlight],
-                 reason: str) -> list[Any]:
+    def _replace(
+        self, core: Core, worker: str, inflight: dict[Any, _InFlight], reason: str
+    ) -> list[Any]:
         """A worker died: tell the core, forget its batches, start a replacement."""
         if worker not in self._actors:
             return []
@@ -342,18 +372,21 @@ class RayBackend:
             if box is None or box.recipe is None:
                 continue
             recipe: _Recipe = box.recipe
-            for _attempt in range(5):
-                actor = next((a for k, a in self._actors.items()
-                              if self._module_of[k] == recipe.module), None)
-                if actor is None:
-                    raise ExecutionError(f"no live actor of module {recipe.module} to recompute on")
+            candidates = [k for k in self._actors if self._module_of[k] == recipe.module]
+            for attempt in range(2 * len(candidates) + 2):
+                live = [k for k in candidates if k in self._actors]
+                if not live:
+                    raise ExecutionError(
+                        f"no live actor of Call {recipe.name!r} to recompute lost values on"
+                    )
+                actor = self._actors[live[attempt % len(live)]]
                 report_ref, values_ref = actor.run.remote(
                     recipe.name, recipe.columns, recipe.kwargs, recipe.n_outputs, recipe.facts
                 )
                 try:
                     report = ray.get(report_ref, timeout=600)
                 except (RayActorError, GetTimeoutError):
-                    continue
+                    continue  # that actor is going down with the node: try another
                 if report[0] == "lost":
                     self._recompute(report[1], depth + 1)
                     continue
@@ -377,8 +410,7 @@ class RayBackend:
             return
         for _attempt in range(3):
             try:
-                fetched = dict(zip(boxes, ray.get([b.ref for b in boxes.values()]),
-                                   strict=True))
+                fetched = dict(zip(boxes, ray.get([b.ref for b in boxes.values()]), strict=True))
                 break
             except Exception as exc:  # lost with a node: recompute and fetch again
                 lost = [b.ref.hex() for b in boxes.values() if not _available(b.ref)]
@@ -405,7 +437,7 @@ def _available(ref: Any) -> bool:
     try:
         ray.get(ref, timeout=30)
         return True
-    except Exception:  # noqa: BLE001
+    except Exception:
         return False
 
 
@@ -431,10 +463,12 @@ def _facts_by_call(plan: Plan) -> dict[int, tuple[tuple[bool, bool], ...]]:
     def needs(port: int, wanted: set[int], seen: frozenset[int] = frozenset()) -> bool:
         if port in wanted:
             return True
-        return any(needs(p, wanted, seen | {port}) for p in passthrough.get(port, ())
-                   if p not in seen)
+        return any(
+            needs(p, wanted, seen | {port}) for p in passthrough.get(port, ()) if p not in seen
+        )
 
     return {
         node.id: tuple((needs(p, need_length), needs(p, need_truth)) for p in node.outputs)
-        for node in plan.nodes if node.kind is NodeKind.CALL
+        for node in plan.nodes
+        if node.kind is NodeKind.CALL
     }

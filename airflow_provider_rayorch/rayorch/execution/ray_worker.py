@@ -42,7 +42,11 @@ class PoolWorker:
 
     @ray.method(num_returns=2)
     def run(
-        self, name: str, columns: list[list[Any]], kwargs: dict[str, Any], n_outputs: int,
+        self,
+        name: str,
+        columns: list[list[Any]],
+        kwargs: dict[str, Any],
+        n_outputs: int,
         facts: tuple[tuple[bool, bool], ...],
     ) -> tuple[tuple[Any, ...], Any]:
         """Return ``(report, values)``; the report is small, the values stay remote."""
@@ -68,9 +72,11 @@ class PoolWorker:
         lengths: list[list[int] | None] = []
         truths: list[list[bool] | None] = []
         for k, (need_length, need_truth) in enumerate(facts):
-            column = rows if n_outputs == 1 else [
-                r[k] if not isinstance(r, _FAILURES) else None for r in rows
-            ]
+            column = (
+                rows
+                if n_outputs == 1
+                else [r[k] if not isinstance(r, _FAILURES) else None for r in rows]
+            )
             lengths.append([length_fact(v) for v in column] if need_length else None)
             truths.append([bool(v) for v in column] if need_truth else None)
         return ("ok", status, lengths, truths, outcome.busy_s), rows
@@ -83,6 +89,6 @@ def _lost_refs(boxes: Any) -> list[str]:
             ray.get(box.ref, timeout=30)
         except _LOST:
             lost.append(box.ref.hex())
-        except Exception:  # noqa: BLE001 - anything else unreachable counts as lost too
+        except Exception:
             lost.append(box.ref.hex())
     return lost

@@ -36,8 +36,9 @@ class RemoteValue:
 
     __slots__ = ("box", "length", "path", "truth")
 
-    def __init__(self, box: Box, path: tuple[int, ...], length: int | None = None,
-                 truth: bool | None = None) -> None:
+    def __init__(
+        self, box: Box, path: tuple[int, ...], length: int | None = None, truth: bool | None = None
+    ) -> None:
         self.box = box
         self.path = path
         #: Length when the value is a sequence, -1 when it is not, None when unknown.

@@ -63,13 +63,22 @@ class RunResult:
         identity.setdefault("fingerprint", self.fingerprint)
         return run_summary(
             (mb.lineage(max_failed_ratio) for mb in self.microbatches),
-            elapsed_s=self.elapsed_s, max_failed_ratio=max_failed_ratio, **identity,
+            elapsed_s=self.elapsed_s,
+            max_failed_ratio=max_failed_ratio,
+            **identity,
         )
 
 
 def assemble(
-    parts: list[MicrobatchResult], n_ports: int, started: float, finished: float, *,
-    calls: list[dict[str, Any]], pipeline: str, fingerprint: str, metrics: dict[str, Any],
+    parts: list[MicrobatchResult],
+    n_ports: int,
+    started: float,
+    finished: float,
+    *,
+    calls: list[dict[str, Any]],
+    pipeline: str,
+    fingerprint: str,
+    metrics: dict[str, Any],
 ) -> RunResult:
     """Join microbatch results (any completion order) into source order."""
     ordered = sorted(parts, key=lambda p: p.index)
@@ -79,7 +88,9 @@ def assemble(
             per_port[k].extend(values)
     batches = [
         {
-            "index": p.index, "first_source": p.first_source, "count": p.count,
+            "index": p.index,
+            "first_source": p.first_source,
+            "count": p.count,
             "started_s": round(p._microbatch.started - started, 6),
             "finished_s": round((p._microbatch.finished or finished) - started, 6),
             **p._microbatch.outcome_counts(),
@@ -87,22 +98,33 @@ def assemble(
         for p in ordered
     ]
     return RunResult(
-        outputs=_shape(per_port), elapsed_s=finished - started, calls=calls,
-        input_batches=batches, pipeline=pipeline, fingerprint=fingerprint, metrics=metrics,
+        outputs=_shape(per_port),
+        elapsed_s=finished - started,
+        calls=calls,
+        input_batches=batches,
+        pipeline=pipeline,
+        fingerprint=fingerprint,
+        metrics=metrics,
         microbatches=ordered,
     )
 
 
-def microbatch_result(mb: Microbatch, output_names: tuple[str, ...], started: float
-                      ) -> MicrobatchResult:
+def microbatch_result(
+    mb: Microbatch, output_names: tuple[str, ...], started: float
+) -> MicrobatchResult:
     return MicrobatchResult(
-        index=mb.index, first_source=mb.first_source, count=mb.count,
-        outputs=_shape(mb.outputs), output_names=output_names,
+        index=mb.index,
+        first_source=mb.first_source,
+        count=mb.count,
+        outputs=_shape(mb.outputs),
+        output_names=output_names,
         metrics={
             "started_s": round(mb.started - started, 6),
             "finished_s": round((mb.finished or mb.started) - started, 6),
-            "grains_dispatched": mb.dispatched, "grains_retried": mb.retried,
-            "grains_suppressed": mb.suppressed, "entities": dict(mb.entity_counts),
+            "grains_dispatched": mb.dispatched,
+            "grains_retried": mb.retried,
+            "grains_suppressed": mb.suppressed,
+            "entities": dict(mb.entity_counts),
         },
         _microbatch=mb,
     )

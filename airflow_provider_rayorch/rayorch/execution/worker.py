@@ -47,8 +47,9 @@ def run_batch(
     try:
         result = instance.run(*columns, **kwargs)
     except Exception as exc:
-        return BatchOutcome(error=f"{type(exc).__name__}: {exc}",
-                            busy_s=time.perf_counter() - start)
+        return BatchOutcome(
+            error=f"{type(exc).__name__}: {exc}", busy_s=time.perf_counter() - start
+        )
     busy = time.perf_counter() - start
     try:
         rows = _rows(result, n, n_outputs, name)
@@ -87,11 +88,9 @@ def _rows(result: Any, n: int, n_outputs: int, name: str) -> list[Any]:
     lists = [_as_list(part, f"{name}.run() output {k}") for k, part in enumerate(result)]
     for k, part in enumerate(lists):
         if len(part) != n:
-            raise _Shape(
-                f"{name}.run() output {k} has {len(part)} results for a batch of {n} rows"
-            )
-    rows: list[Any] = []
+            raise _Shape(f"{name}.run() output {k} has {len(part)} results for a batch of {n} rows")
+    shaped: list[Any] = []
     for values in zip(*lists, strict=True):
         failure = next((v for v in values if isinstance(v, _FAILURES)), None)
-        rows.append(failure if failure is not None else values)
-    return rows
+        shaped.append(failure if failure is not None else values)
+    return shaped

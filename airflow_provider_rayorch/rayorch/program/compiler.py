@@ -131,8 +131,12 @@ def _lower(trace: Trace, outputs: list[Port], owner: str) -> Plan:
     )
     ports = tuple(
         PortSpec(
-            id=p._id, domain=p._domain.id, producer=p._producer.id, index=p._index,
-            slot=slots[p._id], label=p.label,
+            id=p._id,
+            domain=p._domain.id,
+            producer=p._producer.id,
+            index=p._index,
+            slot=slots[p._id],
+            label=p.label,
         )
         for p in trace.ports
     )
@@ -159,13 +163,28 @@ def _lower(trace: Trace, outputs: list[Port], owner: str) -> Plan:
         "pipeline": owner,
         "domains": [[d.name, d.parent, d.expand] for d in domains],
         "nodes": [
-            [n.kind.value, n.name, list(n.inputs), list(n.outputs), n.domain, n.module,
-             stable_token(dict(n.kwargs)), n.members, n.child_domain]
+            [
+                n.kind.value,
+                n.name,
+                list(n.inputs),
+                list(n.outputs),
+                n.domain,
+                n.module,
+                stable_token(dict(n.kwargs)),
+                n.members,
+                n.child_domain,
+            ]
             for n in nodes
         ],
         "modules": [
-            [m.name, m.udf_path, stable_token(list(m.init_args)),
-             stable_token(dict(m.init_kwargs)), m.num_outputs, _options_token(m)]
+            [
+                m.name,
+                m.udf_path,
+                stable_token(list(m.init_args)),
+                stable_token(dict(m.init_kwargs)),
+                m.num_outputs,
+                _options_token(m),
+            ]
             for m in module_specs
         ],
         "sources": list(sources),
@@ -173,15 +192,28 @@ def _lower(trace: Trace, outputs: list[Port], owner: str) -> Plan:
     }
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
     return Plan(
-        pipeline=owner, domains=domains, ports=ports, nodes=nodes, modules=module_specs,
-        sources=sources, outputs=output_ids, output_names=names, fingerprint=digest,
+        pipeline=owner,
+        domains=domains,
+        ports=ports,
+        nodes=nodes,
+        modules=module_specs,
+        sources=sources,
+        outputs=output_ids,
+        output_names=names,
+        fingerprint=digest,
     )
 
 
 def _options_token(module: ModuleSpec) -> Any:
     o = module.options
-    return [o.replicas, o.batch_size, o.batching.value, o.recovery.describe(),
-            o.max_batches_in_flight, stable_token(o.ray_actor_options)]
+    return [
+        o.replicas,
+        o.batch_size,
+        o.batching.value,
+        o.recovery.describe(),
+        o.max_batches_in_flight,
+        stable_token(o.ray_actor_options),
+    ]
 
 
 def stable_token(value: Any) -> Any:
@@ -199,7 +231,9 @@ def stable_token(value: Any) -> Any:
     if isinstance(value, (set, frozenset)):
         return sorted((stable_token(v) for v in value), key=repr)
     if isinstance(value, dict):
-        return {str(k): stable_token(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+        return {
+            str(k): stable_token(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))
+        }
     if inspect.isclass(value) or inspect.isfunction(value) or inspect.ismethod(value):
         return {"ref": f"{value.__module__}:{value.__qualname__}"}
     text = repr(value)
@@ -207,4 +241,3 @@ def stable_token(value: Any) -> Any:
     if " at 0x" in text:
         return {"object": kind}
     return {"object": kind, "repr": text}
-

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CompileError
 from .options import Batching, CallOptions, RecoveryPolicy
 from .plan import NodeKind
 from .tracing import CallOutputs, Port, active_trace
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["FunctionUDF", "RayModule", "function"]
 
@@ -39,7 +41,7 @@ class RayModule:
         self.init_kwargs: dict[str, Any] = {}
         self.num_outputs = 1
         self.options: dict[str, Any] = {}
-        self._signature_target: Callable[..., Any] = udf.run
+        self._signature_target: Callable[..., Any] = getattr(udf, "run")  # noqa: B009
         self._drops_self = True
         self._label = udf.__name__
 
@@ -84,7 +86,9 @@ class RayModule:
                 f"module {name!r}: recovery must be a ro.RecoveryPolicy, got {recovery!r}"
             )
         if not isinstance(self.num_outputs, int) or self.num_outputs < 1:
-            raise CompileError(f"module {name!r}: returns(k) needs k >= 1, got {self.num_outputs!r}")
+            raise CompileError(
+                f"module {name!r}: returns(k) needs k >= 1, got {self.num_outputs!r}"
+            )
         return CallOptions(
             replicas=consumed.get("replicas", 1),
             batch_size=consumed.get("batch_size", CallOptions.batch_size),
@@ -139,8 +143,10 @@ class RayModule:
         if self._drops_self and params:
             params = params[1:]
         positional = [
-            p for p in params
-            if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            p
+            for p in params
+            if p.kind
+            in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
         ]
         var_pos = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
         var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
@@ -178,9 +184,7 @@ class FunctionUDF:
         return self.fn(*columns, **kwargs)
 
 
-def function(
-    fn: Callable[..., Any] | None = None, **ray_options: Any
-) -> Any:
+def function(fn: Callable[..., Any] | None = None, **ray_options: Any) -> Any:
     """Adapt a plain batch function ``fn(*columns, **kwargs) -> results`` into a module.
 
     Usable as ``ro.function(fn)``, ``@ro.function`` or ``@ro.function(batch_size=8)``.

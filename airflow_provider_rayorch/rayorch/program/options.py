@@ -60,7 +60,9 @@ class RecoveryPolicy:
 
     def describe(self) -> str:
         """A stable text form, used in fingerprints and metrics."""
-        return f"{self.kind.value}(max_retries={self.max_retries}, infra_retries={self.infra_retries})"
+        return (
+            f"{self.kind.value}(max_retries={self.max_retries}, infra_retries={self.infra_retries})"
+        )
 
 
 class Batching(enum.Enum):

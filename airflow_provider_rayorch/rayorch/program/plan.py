@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .options import CallOptions
+if TYPE_CHECKING:
+    from .options import CallOptions
 
 __all__ = [
     "DomainSpec",

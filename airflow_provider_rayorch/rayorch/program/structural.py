@@ -103,12 +103,14 @@ class F:
                     f"{member_port._domain.name!r}, not in {child.name!r} like the reduced Ports"
                 )
         node = trace.new_node(
-            NodeKind.REDUCE, f"reduce:{child.name}", owned, child.parent,
-            members=member_port, child_domain=child,
+            NodeKind.REDUCE,
+            f"reduce:{child.name}",
+            owned,
+            child.parent,
+            members=member_port,
+            child_domain=child,
         )
-        return tuple(
-            trace.new_port(node, child.parent, f"reduce({p.label})") for p in owned
-        )
+        return tuple(trace.new_port(node, child.parent, f"reduce({p.label})") for p in owned)
 
     @staticmethod
     def filter(port: Port, mask: Port) -> Port:

@@ -7,14 +7,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CompileError
-from .plan import NodeKind
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from .plan import NodeKind
+
 __all__ = ["Port", "Trace", "TracedDomain", "TracedNode", "active_trace"]
 
-_ACTIVE: contextvars.ContextVar[Trace | None] = contextvars.ContextVar("rayorch_trace", default=None)
+_ACTIVE: contextvars.ContextVar[Trace | None] = contextvars.ContextVar(
+    "rayorch_trace", default=None
+)
 
 
 @dataclass(eq=False)
@@ -62,7 +65,12 @@ class Port:
     __slots__ = ("_domain", "_id", "_index", "_label", "_producer", "_trace")
 
     def __init__(
-        self, trace: Trace, port_id: int, domain: TracedDomain, producer: TracedNode, index: int,
+        self,
+        trace: Trace,
+        port_id: int,
+        domain: TracedDomain,
+        producer: TracedNode,
+        index: int,
         label: str,
     ) -> None:
         self._trace = trace
@@ -107,7 +115,7 @@ class Port:
         )
 
 
-class CallOutputs(tuple):  # type: ignore[type-arg]
+class CallOutputs(tuple[Port, ...]):
     """The k output Ports of a Call declared with ``returns(k)``."""
 
     call: str

@@ -44,8 +44,16 @@ _Handler = Callable[[Entity], None]
 
 
 class DomainState:
-    __slots__ = ("broadcasts_in", "consumers", "depth", "expand", "id", "n_slots", "name",
-                 "reduces")
+    __slots__ = (
+        "broadcasts_in",
+        "consumers",
+        "depth",
+        "expand",
+        "id",
+        "n_slots",
+        "name",
+        "reduces",
+    )
 
     def __init__(self, id: int, name: str, n_slots: int, depth: int, expand: int | None) -> None:
         self.id = id
@@ -64,9 +72,28 @@ class DomainState:
 class CallState:
     """A Call's queue, options and metrics."""
 
-    __slots__ = ("batch_hist", "batch_size", "busy_s", "dispatched", "failed", "id", "in_slots",
-                 "kwargs", "n_out", "name", "node", "out_slots", "pool", "queue", "queue_wait_s",
-                 "ready", "recovery", "retries", "rpcs", "suppressed")
+    __slots__ = (
+        "batch_hist",
+        "batch_size",
+        "busy_s",
+        "dispatched",
+        "failed",
+        "id",
+        "in_slots",
+        "kwargs",
+        "n_out",
+        "name",
+        "node",
+        "out_slots",
+        "pool",
+        "queue",
+        "queue_wait_s",
+        "ready",
+        "recovery",
+        "retries",
+        "rpcs",
+        "suppressed",
+    )
 
     def __init__(self, node: Node, core: Core) -> None:
         plan = core.plan
@@ -169,12 +196,20 @@ class Microbatch:
     def lineage(self, max_failed_ratio: float = 0.0, **identity: Any) -> dict[str, Any]:
         """The microbatch's lineage summary (API.md section 3)."""
         return microbatch_summary(
-            index=self.index, first_source=self.first_source, count=self.count,
-            outcome_counts=self.outcome_counts(), entities=self.entity_counts,
-            grains={"dispatched": self.dispatched, "retried": self.retried,
-                    "suppressed": self.suppressed},
-            failures=self.failures, elapsed_s=self.elapsed_s,
-            max_failed_ratio=max_failed_ratio, **identity,
+            index=self.index,
+            first_source=self.first_source,
+            count=self.count,
+            outcome_counts=self.outcome_counts(),
+            entities=self.entity_counts,
+            grains={
+                "dispatched": self.dispatched,
+                "retried": self.retried,
+                "suppressed": self.suppressed,
+            },
+            failures=self.failures,
+            elapsed_s=self.elapsed_s,
+            max_failed_ratio=max_failed_ratio,
+            **identity,
         )
 
 
@@ -198,7 +233,9 @@ class Core:
         if input_batch_size is not None and (
             not isinstance(input_batch_size, int) or input_batch_size < 1
         ):
-            raise ValueError(f"input_batch_size must be an int >= 1 or None, got {input_batch_size!r}")
+            raise ValueError(
+                f"input_batch_size must be an int >= 1 or None, got {input_batch_size!r}"
+            )
         if not isinstance(max_active_input_batches, int) or max_active_input_batches < 1:
             raise ValueError(
                 f"max_active_input_batches must be an int >= 1, got {max_active_input_batches!r}"
@@ -246,7 +283,7 @@ class Core:
                 call = CallState(node, self)
                 call.pool.calls.append(call)
                 self.calls.append(call)
-                handler = self._node_handler(node, lambda e, c=call: self._fire_call(c, e))
+                handler = self._node_handler(node, self._call_fn(call))
             elif node.kind is NodeKind.FILTER:
                 handler = self._node_handler(node, self._filter_fn(node))
             elif node.kind is NodeKind.EXPAND:
@@ -266,6 +303,12 @@ class Core:
                     self.domains[node.domain].consumers[slot].append(handler)
         self._source_slots = [plan.ports[p].slot for p in plan.sources]
         self._output_slots = [plan.ports[p].slot for p in plan.outputs]
+
+    def _call_fn(self, call: CallState) -> _Handler:
+        def fire(e: Entity) -> None:
+            self._fire_call(call, e)
+
+        return fire
 
     def _node_handler(self, node: Node, fire: _Handler) -> _Handler:
         """Fire ``node`` once per Entity, when its last distinct input has an outcome."""
@@ -396,8 +439,11 @@ class Core:
                 outcomes.append(issue.outcome)
                 if issue.outcome is not _DROPPED:
                     failures.append(
-                        {"source": entity.source, "outcome": issue.outcome.value,
-                         "cause": issue.cause}
+                        {
+                            "source": entity.source,
+                            "outcome": issue.outcome.value,
+                            "cause": issue.cause,
+                        }
                     )
         mb.outputs = outputs
         mb.source_outcomes = outcomes
@@ -412,7 +458,9 @@ class Core:
         if items[slot] is not PENDING:
             port = self.plan.domains[e.domain.id].ports[slot]
             raise InvalidTransition(
-                f"Item {self.plan.ports[port].label} of {e.path()}", "settled", "settle",
+                f"Item {self.plan.ports[port].label} of {e.path()}",
+                "settled",
+                "settle",
                 [f"held {items[slot]!r}", f"offered {content!r}"],
             )
         items[slot] = content
@@ -460,16 +508,26 @@ class Core:
                 for slot in in_slots:
                     elements = split(items[slot])
                     if elements is None:
-                        issue = Issue(_FAILED, Cause(
-                            e, f"F.expand into {child.name!r} needs a sequence, "
-                               f"got {kind(items[slot])}"))
+                        issue = Issue(
+                            _FAILED,
+                            Cause(
+                                e,
+                                f"F.expand into {child.name!r} needs a sequence, "
+                                f"got {kind(items[slot])}",
+                            ),
+                        )
                         break
                     parts.append(elements)
                 if issue is None and len({len(p) for p in parts}) > 1:
                     lengths = ", ".join(str(len(p)) for p in parts)
-                    issue = Issue(_FAILED, Cause(
-                        e, f"F.expand_aligned into {child.name!r}: sequences of different "
-                           f"lengths ({lengths})"))
+                    issue = Issue(
+                        _FAILED,
+                        Cause(
+                            e,
+                            f"F.expand_aligned into {child.name!r}: sequences of different "
+                            f"lengths ({lengths})",
+                        ),
+                    )
             children = e.children
             if children is None:
                 children = e.children = {}
@@ -484,8 +542,13 @@ class Core:
         return fire
 
     def _spawn(
-        self, e: Entity, child: DomainState, nid: int, parts: list[list[Any]],
-        out_slots: list[int], children: dict[int, list[Entity] | Issue],
+        self,
+        e: Entity,
+        child: DomainState,
+        nid: int,
+        parts: list[list[Any]],
+        out_slots: list[int],
+        children: dict[int, list[Entity] | Issue],
     ) -> None:
         n = len(parts[0])
         mb = e.mb
@@ -532,14 +595,15 @@ class Core:
             grains[call.id] = grain
             gfail = parent.gfail
             if gfail is not None and call.id in gfail:
-                self._suppress(grain, gfail[call.id][0])
+                self._suppress(grain, gfail[call.id][0], queued=False)
                 return
         call.queue.push(grain)
         call.ready += 1
         call.pool.ready += 1
 
-    def _suppress(self, grain: Grain, cause: Cause) -> None:
-        if grain.phase is _READY:
+    def _suppress(self, grain: Grain, cause: Cause, *, queued: bool = True) -> None:
+        """SUPPRESS a Grain; ``queued=False`` for one that never entered its queue."""
+        if queued and grain.phase is _READY:
             grain.call.ready -= 1
             grain.call.pool.ready -= 1
         move(grain, GrainEvent.SUPPRESS)
@@ -594,13 +658,17 @@ class Core:
                 candidates = [c for c in calls if c.ready]
             if not candidates:
                 return
-            call = candidates[0] if len(candidates) == 1 else min(
-                candidates, key=lambda c: c.queue.head_seq() or 0
+            call = (
+                candidates[0]
+                if len(candidates) == 1
+                else min(candidates, key=lambda c: c.queue.head_seq() or 0)
             )
             grains = call.queue.take(call.batch_size)
             if not grains:  # only dead entries were left: the counters say otherwise
                 raise InvalidTransition(
-                    f"ready queue of Call {call.name}", f"{call.ready} ready", "take",
+                    f"ready queue of Call {call.name}",
+                    f"{call.ready} ready",
+                    "take",
                     ["queue held no live Grain"],
                 )
             self._dispatch(call, worker, grains)
@@ -646,7 +714,8 @@ class Core:
     def _live(batch: _Batch) -> list[tuple[int, Grain]]:
         """Grains of ``batch`` still in flight under the generation it carried."""
         return [
-            (i, g) for i, (g, gen) in enumerate(zip(batch.grains, batch.gens, strict=True))
+            (i, g)
+            for i, (g, gen) in enumerate(zip(batch.grains, batch.gens, strict=True))
             if g.phase is _IN_FLIGHT and g.gen == gen
         ]
 
@@ -656,8 +725,9 @@ class Core:
             return
         rows = event.rows
         if len(rows) != len(batch.grains):
-            self._reject(batch, f"the batch result has {len(rows)} rows for "
-                                f"{len(batch.grains)} inputs")
+            self._reject(
+                batch, f"the batch result has {len(rows)} rows for {len(batch.grains)} inputs"
+            )
             return
         live = self._live(batch)
         call = batch.call
@@ -727,14 +797,16 @@ class Core:
         if worker is None:
             return
         del worker.pool.workers[event.worker]
-        for batch_id, batch in list(worker.inflight.items()):
+        # A worker runs its batches in dispatch order: the oldest was running, the
+        # others were waiting and are not charged an infra retry.
+        for position, batch_id in enumerate(sorted(worker.inflight)):
+            batch = worker.inflight[batch_id]
             del self._batches[batch_id]
             self._lost_batches.add(batch_id)
             grains = [g for _, g in self._live(batch)]
-            decision = decide_after_loss(batch.call.recovery, grains)
+            decision = decide_after_loss(batch.call.recovery, grains, charged=position == 0)
             limit = batch.call.recovery.infra_retries
-            self._apply(batch.call, decision,
-                        f"{event.reason} (infra_retries={limit} exhausted)")
+            self._apply(batch.call, decision, f"{event.reason} (infra_retries={limit} exhausted)")
         worker.inflight.clear()
 
     def _apply(self, call: CallState, decision: Decision, error: str) -> None:
@@ -917,7 +989,7 @@ def _check_columns(plan: Plan, columns: Sequence[Sequence[Any]]) -> list[Sequenc
         raise ValueError(
             f"{plan.pipeline} takes {expected} source column(s) ({names}); got {len(columns)}"
         )
-    checked = []
+    checked: list[Sequence[Any]] = []
     for port, column in zip(plan.sources, columns, strict=True):
         if isinstance(column, (str, bytes)) or not hasattr(column, "__len__"):
             raise ValueError(

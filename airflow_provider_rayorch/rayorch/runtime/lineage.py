@@ -32,8 +32,18 @@ class Entity:
     (PRESENT) or an ``Issue``. ``ordinal`` never changes once assigned.
     """
 
-    __slots__ = ("children", "domain", "gfail", "grains", "items", "mb", "ordinal", "parent",
-                 "source", "waits")
+    __slots__ = (
+        "children",
+        "domain",
+        "gfail",
+        "grains",
+        "items",
+        "mb",
+        "ordinal",
+        "parent",
+        "source",
+        "waits",
+    )
 
     def __init__(
         self, domain: DomainState, parent: Entity | None, ordinal: int, mb: Microbatch, source: int
@@ -50,8 +60,8 @@ class Entity:
         self.waits: dict[int, int] | None = None
         #: call node id -> this Entity's Grain for that Call.
         self.grains: dict[int, Grain] | None = None
-        #: call node id -> Cause of a GroupFailure among this Entity's children.
-        self.gfail: dict[int, Cause] | None = None
+        #: call node id -> (Cause, failing Grain) of a GroupFailure among its children.
+        self.gfail: dict[int, tuple[Cause, Grain]] | None = None
 
     def path(self) -> str:
         """``doc[17]/page[3]``: Domain names with source index or ordinals."""

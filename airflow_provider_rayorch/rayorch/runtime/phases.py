@@ -69,6 +69,8 @@ def move(grain: Grain, event: GrainEvent) -> None:
     """Apply ``event`` to ``grain`` through ``TRANSITIONS``, recording it in its story."""
     nxt = TRANSITIONS.get((grain.phase, event))
     if nxt is None:
-        raise InvalidTransition(grain.describe(), grain.phase.value, event.value, grain.story_lines())
+        raise InvalidTransition(
+            grain.describe(), grain.phase.value, event.value, grain.story_lines()
+        )
     grain.story += _LETTERS[event]
     grain.phase = nxt

@@ -132,7 +132,5 @@ class ReadyQueue:
     def discard_dead(self, parent: Entity | None) -> None:
         """Forget ``parent``'s sibling bucket if none of its Grains is still ready."""
         bucket = self._by_parent.get(parent)
-        if bucket is not None and not any(
-            g.phase is _READY and g.gen == gen for g, gen in bucket
-        ):
+        if bucket is not None and not any(g.phase is _READY and g.gen == gen for g, gen in bucket):
             del self._by_parent[parent]

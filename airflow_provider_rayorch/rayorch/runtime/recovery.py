@@ -63,11 +63,18 @@ def decide_after_exception(policy: RecoveryPolicy, grains: list[Grain]) -> Decis
     return decision
 
 
-def decide_after_loss(policy: RecoveryPolicy, grains: list[Grain]) -> Decision:
-    """Decide for the Grains of a batch whose actor (or node) died."""
+def decide_after_loss(
+    policy: RecoveryPolicy, grains: list[Grain], *, charged: bool = True
+) -> Decision:
+    """Decide for the Grains of a batch whose actor (or node) died.
+
+    Only the batch the actor was running is ``charged`` an infra retry; batches
+    still waiting in the actor's queue just run again elsewhere.
+    """
     decision = Decision()
     for grain in grains:
-        grain.infra += 1
+        if charged:
+            grain.infra += 1
         if grain.infra <= policy.infra_retries:
             decision.loose_front.append(grain)
         else:
