@@ -810,6 +810,14 @@ class Core:
         worker.inflight.clear()
 
     def _apply(self, call: CallState, decision: Decision, error: str) -> None:
+        """Carry out a recovery decision. Siblings of a GroupFailure that happened
+        meanwhile are not run again nor failed: they are SUPPRESSED."""
+        doomed = [g for g in decision.retried() + decision.fail if self._group_failed(g)]
+        if doomed:
+            for grain in doomed:
+                parent: Entity = grain.entity.parent  # type: ignore[assignment]
+                self._suppress(grain, parent.gfail[call.id][0])  # type: ignore[index]
+            decision = decision.without(set(doomed))
         retried = decision.retried()
         retry = GrainEvent.RETRY
         for grain in retried:
@@ -830,6 +838,11 @@ class Core:
         call.pool.ready += len(retried)
         for grain in decision.fail:
             self._commit_failure(grain, error)
+
+    @staticmethod
+    def _group_failed(grain: Grain) -> bool:
+        parent = grain.entity.parent
+        return parent is not None and parent.gfail is not None and grain.call.id in parent.gfail
 
     # -- results ----------------------------------------------------------------
     def call_metrics(self) -> list[dict[str, Any]]:

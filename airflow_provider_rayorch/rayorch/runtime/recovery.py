@@ -29,6 +29,18 @@ class Decision:
     #: Give up: these FAIL.
     fail: list[Grain] = field(default_factory=list)
 
+    def without(self, drop: set[Grain]) -> Decision:
+        """The same decision for every Grain but those in ``drop``."""
+        return Decision(
+            abort=self.abort,
+            pinned_front=[g for g in self.pinned_front if g not in drop],
+            pinned_tail=[kept for group in self.pinned_tail
+                         if (kept := [g for g in group if g not in drop])],
+            loose_front=[g for g in self.loose_front if g not in drop],
+            loose_tail=[g for g in self.loose_tail if g not in drop],
+            fail=[g for g in self.fail if g not in drop],
+        )
+
     def retried(self) -> list[Grain]:
         out = list(self.pinned_front) + list(self.loose_front) + list(self.loose_tail)
         for group in self.pinned_tail:
@@ -55,8 +67,10 @@ def decide_after_exception(policy: RecoveryPolicy, grains: list[Grain]) -> Decis
     else:  # ISOLATE_TAIL: retry, then halve until a poisoned Grain is alone
         if fresh:
             decision.pinned_tail.append(fresh)
-        if len(spent) == 1:
-            decision.fail = spent
+        if len(grains) == 1:
+            decision.fail = spent  # it raised alone: it is the poisoned row
+        elif len(spent) == 1:
+            decision.pinned_tail.append(spent)  # try it alone before blaming it
         elif spent:
             half = (len(spent) + 1) // 2
             decision.pinned_tail += [spent[:half], spent[half:]]
