@@ -1,8 +1,7 @@
-"""A local Ray with 2 CPUs for the workload tests, plus generated inputs."""
+"""Generated inputs for the workload tests on Ray (``ray_session`` comes from the parent)."""
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 import pytest
@@ -11,43 +10,16 @@ pytest.importorskip("pypdfium2")
 pytest.importorskip("rapidocr_onnxruntime")
 pytest.importorskip("reportlab")
 pytest.importorskip("av")
-ray = pytest.importorskip("ray")
+pytest.importorskip("ray")
 
-from airflow_provider_rayorch.workloads.samples import (  # noqa: E402
+from airflow_provider_rayorch.workloads.samples import (
     Segment,
     write_scene_video,
     write_text_pdf,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
-
-
-@pytest.fixture(scope="session")
-def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Start Ray with 2 CPUs (or reuse one already started) and stop what we started."""
-    if ray.is_initialized():
-        yield
-        return
-    saved = {key: os.environ.get(key) for key in ("RAY_AUTH_MODE", "HOME")}
-    os.environ["RAY_AUTH_MODE"] = "disabled"
-    os.environ["HOME"] = str(tmp_path_factory.mktemp("ray-home"))
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        runtime_env={"env_vars": {"PYTHONPATH": root}},
-    )
-    try:
-        yield
-    finally:
-        ray.shutdown()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from airflow_provider_rayorch.workloads.video import VideoPipeline
 if TYPE_CHECKING:
     from pathlib import Path
 
-pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_cluster")]
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_session", "no_actors_left")]
 
 
 def squash(text: str) -> str:
