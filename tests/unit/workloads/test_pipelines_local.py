@@ -140,3 +140,33 @@ def test_default_reservations_fit_two_cpus(pipeline: Any) -> None:
     total = sum(m.options.get("num_cpus", 1) * m.options.get("replicas", 1) for m in modules)
     assert total <= 2.0
     assert all(m.options.get("num_gpus", 0) == 0 for m in modules)
+
+
+class TallCropsExplode:
+    """Recognition that raises on any batch holding a crop taller than 60 pixels."""
+
+    def __init__(self) -> None:
+        from airflow_provider_rayorch.workloads.document_stages import RecognizeText
+
+        self.inner = RecognizeText()
+
+    def run(self, regions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if any(r["crop"].shape[0] > 60 for r in regions):
+            raise RuntimeError("poisoned crop")
+        return self.inner.run(regions)
+
+
+def test_poisoned_region_fails_only_its_document() -> None:
+    """isolate_tail splits mixed batches so that healthy documents still complete."""
+    pipeline = DocumentPipeline(recognize_batch_size=8)
+    pipeline.recognize = ro.RayModule(TallCropsExplode).ray_options(
+        batch_size=8, recovery=ro.RecoveryPolicy.isolate_tail(max_retries=1)
+    )
+    small = [write_text_pdf(None, [[word]], font_size=20) for word in ("ALPHA", "BRAVO")]
+    huge = write_text_pdf(None, [["HUGE"]], font_size=48)
+    first, poisoned, second = run_local(pipeline, [small[0], huge, small[1]]).outputs
+    assert squash(first["markdown"]) == "alpha"
+    assert squash(second["markdown"]) == "bravo"
+    assert poisoned.outcome is ro.ItemOutcome.SUPPRESSED
+    assert poisoned.cause.startswith("doc[1]/page[0]/region[0]:")
+    assert "poisoned crop" in poisoned.cause
