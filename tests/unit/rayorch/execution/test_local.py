@@ -538,13 +538,6 @@ def test_group_failure_suppresses_siblings_in_the_same_batch() -> None:
     assert rows["suppressed"] == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=(AssertionError, ro.InvalidTransition, ro.ExecutionError),
-    reason="engine bug: a Grain created after its parent's GroupFailure is suppressed by "
-    "Core._fire_call via Core._suppress, which decrements call.ready/pool.ready although "
-    "the Grain was never counted (runtime/core.py _fire_call/_suppress)",
-)
 def test_group_failure_suppresses_siblings_ready_later(core_invariants: list) -> None:
     """Siblings that become ready for the Call after the GroupFailure are suppressed
     too, and the ready counters stay exact."""

@@ -94,6 +94,24 @@ def finish(core: Core, batch: int, rows: list[Any]) -> list[Any]:
     return out
 
 
+def drain(core: Core, out: list[Any], poison: set[Any] = frozenset()) -> None:  # type: ignore[assignment]
+    """Play an executor to the end: batches holding a poisoned row raise (naming
+    the first), the others return their rows upper-cased."""
+    pending = [c for c in out if type(c) is Dispatch]
+    while pending:
+        cmd = pending.pop(0)
+        rows = cmd.columns[0]
+        bad = [r for r in rows if r in poison]
+        event: Any = (
+            BatchRaised(cmd.batch, f"ValueError: {bad[0]}")
+            if bad
+            else BatchFinished(cmd.batch, [r.upper() for r in rows])
+        )
+        pending += [c for c in core.handle(event) if type(c) is Dispatch]
+        check_core(core)
+    assert core.finished
+
+
 def outputs(cmds: list[Any]) -> list[Any]:
     done = [c.microbatch for c in cmds if type(c) is MicrobatchDone]
     assert len(done) == 1
@@ -489,12 +507,6 @@ def test_group_failure_on_a_root_entity_is_a_record_failure() -> None:
     assert core.calls[0].suppressed == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: a sibling whose batch raised after its parent's GroupFailure is "
-    "re-queued and dispatched again instead of being SUPPRESSED (runtime/core.py "
-    "Core._apply never consults parent.gfail)",
-)
 def test_group_failure_suppresses_a_sibling_requeued_by_its_policy() -> None:
     core, out = make(Pages(batch_size=1), [["a", "b"]], workers=[("w1", "rows", 2)])
     assert d(out) == [(1, "w1", "rows", [["a"]]), (2, "w1", "rows", [["b"]])]
@@ -504,12 +516,6 @@ def test_group_failure_suppresses_a_sibling_requeued_by_its_policy() -> None:
     assert outputs(out) == [ro.OutputIssue(S, "doc[0]/page[0]: torn")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: a sibling whose worker was lost after its parent's GroupFailure "
-    "is re-queued and dispatched again instead of being SUPPRESSED (runtime/core.py "
-    "Core._on_worker_lost -> Core._apply never consults parent.gfail)",
-)
 def test_group_failure_suppresses_a_sibling_requeued_after_worker_loss() -> None:
     core, out = make(
         Pages(batch_size=1), [["a", "b"]], workers=[("w1", "rows", 1), ("w2", "rows", 1)]
@@ -521,12 +527,6 @@ def test_group_failure_suppresses_a_sibling_requeued_after_worker_loss() -> None
     assert outputs(out) == [ro.OutputIssue(S, "doc[0]/page[0]: torn")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=(AssertionError, ro.InvalidTransition),
-    reason="engine bug: Core._fire_call suppresses a late sibling through Core._suppress, "
-    "which decrements ready counters for a Grain never counted (runtime/core.py)",
-)
 def test_group_failure_suppresses_siblings_that_become_ready_later() -> None:
     class TwoStep(ro.Pipeline):
         def __init__(self) -> None:
@@ -567,3 +567,41 @@ def test_pending_items_are_pending_until_commit() -> None:
     assert entity.items[core.calls[0].out_slots[0]] is PENDING
     out = finish(core, 1, ["A"])
     assert outputs(out) == ["A"]
+
+
+class TwoStage(ro.Pipeline):
+    """first (batch 2) -> rows (isolate_tail, batch 2): rows reach ``rows`` over time."""
+
+    def __init__(self) -> None:
+        self.first = ro.RayModule(Identity).ray_options(batch_size=2)
+        self.rows = ro.RayModule(Identity).ray_options(
+            batch_size=2, recovery=ro.RecoveryPolicy.isolate_tail(max_retries=1)
+        )
+
+    def forward(self, doc: ro.Port) -> ro.Port:
+        return self.rows(self.first(doc))
+
+
+def test_isolate_tail_never_fails_a_healthy_row_after_worker_loss() -> None:
+    core, out = make(
+        TwoStage(),
+        ["a", "p", "q"],
+        workers=[("f1", "first", 1), ("w1", "rows", 1), ("w2", "rows", 1)],
+    )
+    assert d(out) == [(1, "f1", "first", [["a", "p"]])]
+    out = finish(core, 1, ["a", "p"])
+    assert d(out) == [(2, "f1", "first", [["q"]]), (3, "w1", "rows", [["a", "p"]])]
+    out = core.handle(BatchRaised(3, "ValueError: p"))  # retry behind the queue
+    assert d(out) == [(4, "w1", "rows", [["a", "p"]])]
+    out = core.handle(BatchRaised(4, "ValueError: p"))  # retries spent: halves
+    assert d(out) == [(5, "w1", "rows", [["a"]]), (6, "w2", "rows", [["p"]])]
+    out = finish(core, 2, ["q"])  # a fresh row for rows, poisoned too
+    assert d(out) == []
+    core.handle(WorkerLost("w1"))  # a, healthy, goes back to the queue
+    out = core.handle(WorkerAdded("w3", 1, 1))
+    assert d(out) == [(7, "w3", "rows", [["a", "q"]])]
+    out = core.handle(BatchRaised(7, "ValueError: q"))
+    out += core.handle(BatchRaised(6, "ValueError: p"))
+    drain(core, out, poison={"p", "q"})
+    done = core.done[0].outputs[0]
+    assert done[0] == "A"  # the healthy row must not FAIL
