@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -38,6 +39,7 @@ def test_documents_end_to_end(text_pdf: Path, blank_pdf: Path) -> None:
     assert blank["pages"] == 2
     assert blank["markdown"] == ""
     assert blank["page_details"] == []
+    assert json.loads(json.dumps(first)) == first  # JSON values only, for the run store
     summary = result.lineage()
     assert summary["sources"] == {
         "total": 4,
@@ -102,6 +104,7 @@ def test_video_end_to_end(cut_video: Path, tmp_path: Path) -> None:
     assert all(c["motion"] > 0.01 for c in clips)
     assert all(c["start_s"] <= c["keyframe_s"] < c["end_s"] for c in clips)
     assert again == video
+    assert json.loads(json.dumps(video)) == video  # JSON values only, for the run store
     assert broken.outcome is ro.ItemOutcome.FAILED
     assert broken.cause.startswith("video[1]: cannot open video")
 
