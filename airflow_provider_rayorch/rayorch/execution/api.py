@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..runtime.core import Core
 from .gc_policy import rare_full_collections
-from .result import MicrobatchResult, RunResult, assemble, microbatch_result
+from .result import (
+    MicrobatchResult,
+    RunResult,
+    assemble,
+    microbatch_result,
+    timeline_records,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterator
@@ -107,7 +113,7 @@ class Executor:
         owned = self._backend is None
         self.open()
         assert self._backend is not None
-        started = time.perf_counter()
+        started = self.last_started = time.perf_counter()
         try:
             core = self._core(
                 columns, input_batch_size, max_active_input_batches, skip_microbatches
@@ -161,6 +167,7 @@ class Executor:
                 pipeline=self.plan.pipeline,
                 fingerprint=self.plan.fingerprint,
                 metrics=metrics,
+                timeline=timeline_records(core.timeline, self.last_started),
             )
         finally:
             if owned:

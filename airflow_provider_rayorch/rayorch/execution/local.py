@@ -57,6 +57,7 @@ class LocalBackend:
         self.plan = plan
         self.chaos = chaos
         self._instances: dict[Any, Any] = {}
+        self._module_of: dict[str, int] = {}
         self._spawned = 0
         self.losses = 0
 
@@ -71,7 +72,8 @@ class LocalBackend:
     def _spawn(self, module_id: int) -> Any:
         module = self.plan.modules[module_id]
         self._spawned += 1
-        worker = (module_id, f"{module.name}#{self._spawned}")
+        worker = f"{module.name}#{self._spawned}"
+        self._module_of[worker] = module_id
         self._instances[worker] = instantiate(
             module.udf, module.init_args, dict(module.init_kwargs)
         )
@@ -87,7 +89,9 @@ class LocalBackend:
         late: list[Event] = []
         commands = []
         for worker in list(self._instances):
-            commands += core.handle(WorkerAdded(worker, worker[0], self._capacity(rng)))
+            commands += core.handle(
+                WorkerAdded(worker, self._module_of[worker], self._capacity(rng))
+            )
         commands += core.start()
         while True:
             for command in commands:
@@ -160,6 +164,8 @@ class LocalBackend:
                 late.append(self._execute(command))
         del self._instances[worker]
         commands = core.handle(WorkerLost(worker, "worker killed by chaos"))
-        replacement = self._spawn(worker[0])
-        commands += core.handle(WorkerAdded(replacement, worker[0], self._capacity(rng)))
+        replacement = self._spawn(self._module_of[worker])
+        commands += core.handle(
+            WorkerAdded(replacement, self._module_of[worker], self._capacity(rng))
+        )
         return commands

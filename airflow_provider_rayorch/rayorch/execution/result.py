@@ -56,6 +56,9 @@ class RunResult:
     fingerprint: str
     metrics: dict[str, Any] = field(default_factory=dict)
     microbatches: list[MicrobatchResult] = field(default_factory=list, repr=False)
+    #: Batch dispatches and reports over time (seconds from the run's start), see
+    #: ``timeline_records``.
+    timeline: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def lineage(self, max_failed_ratio: float = 0.0, **identity: Any) -> dict[str, Any]:
         """The run's lineage summary (API.md section 3): JSON values only."""
@@ -79,6 +82,7 @@ def assemble(
     pipeline: str,
     fingerprint: str,
     metrics: dict[str, Any],
+    timeline: list[dict[str, Any]] | None = None,
 ) -> RunResult:
     """Join microbatch results (any completion order) into source order."""
     ordered = sorted(parts, key=lambda p: p.index)
@@ -106,7 +110,28 @@ def assemble(
         fingerprint=fingerprint,
         metrics=metrics,
         microbatches=ordered,
+        timeline=timeline or [],
     )
+
+
+def timeline_records(records: list[tuple[Any, ...]], started: float) -> list[dict[str, Any]]:
+    """The core's timeline as JSON records with times relative to ``started``."""
+    out = []
+    for record in records:
+        kind, t, call, worker, batch = record[:5]
+        entry = {
+            "event": kind,
+            "t": round(t - started, 6),
+            "call": call,
+            "worker": str(worker),
+            "batch": batch,
+        }
+        if kind == "dispatch":
+            entry.update(size=record[5], queued=record[6])
+        else:
+            entry.update(busy_s=round(record[5], 6), outcome=record[6])
+        out.append(entry)
+    return out
 
 
 def microbatch_result(

@@ -39,6 +39,8 @@ from .recovery import Decision, decide_after_exception, decide_after_loss
 __all__ = ["CallState", "Core", "DomainState", "Microbatch"]
 
 _READY, _IN_FLIGHT = GrainPhase.READY, GrainPhase.IN_FLIGHT
+#: At most this many timeline records are kept per run.
+TIMELINE_CAP = 200_000
 _DROPPED, _FAILED, _SUPPRESSED = ItemOutcome.DROPPED, ItemOutcome.FAILED, ItemOutcome.SUPPRESSED
 _Handler = Callable[[Entity], None]
 
@@ -264,6 +266,9 @@ class Core:
         self.finished = False
         self.active: list[Microbatch] = []
         self.done: list[Microbatch] = []
+        #: ("dispatch", t, call, worker, batch, size, queue depth after) and
+        #: ("report", t, call, worker, batch, busy_s, kind) records, for run reports.
+        self.timeline: list[tuple[Any, ...]] = []
         self._build()
 
     # -- construction ---------------------------------------------------------
@@ -692,13 +697,15 @@ class Core:
         call.queue_wait_s += wait
         call.batch_hist[n] = call.batch_hist.get(n, 0) + 1
         batch = _Batch(batch_id, call, worker, grains)
+        if len(self.timeline) < TIMELINE_CAP:
+            self.timeline.append(("dispatch", now, call.name, worker.id, batch_id, n, call.ready))
         self._batches[batch_id] = batch
         worker.inflight[batch_id] = batch
         columns = [[g.entity.items[slot] for g in grains] for slot in call.in_slots]
         self._out.append(Dispatch(batch_id, worker.id, call.node, columns, call.kwargs))
 
     # -- reports ----------------------------------------------------------------
-    def _take_batch(self, batch_id: int, busy_s: float) -> _Batch | None:
+    def _take_batch(self, batch_id: int, busy_s: float, kind: str) -> _Batch | None:
         batch = self._batches.pop(batch_id, None)
         if batch is None:
             if batch_id in self._lost_batches:
@@ -708,6 +715,10 @@ class Core:
             return None
         batch.worker.inflight.pop(batch_id, None)
         batch.call.busy_s += busy_s
+        if len(self.timeline) < TIMELINE_CAP:
+            self.timeline.append(
+                ("report", self._now, batch.call.name, batch.worker.id, batch_id, busy_s, kind)
+            )
         return batch
 
     @staticmethod
@@ -720,7 +731,7 @@ class Core:
         ]
 
     def _on_finished(self, event: BatchFinished) -> None:
-        batch = self._take_batch(event.batch, event.busy_s)
+        batch = self._take_batch(event.batch, event.busy_s, "finished")
         if batch is None:
             return
         rows = event.rows
@@ -765,12 +776,12 @@ class Core:
             self._commit_failure(grain, f"{batch.call.name}: {reason}")
 
     def _on_rejected(self, event: BatchRejected) -> None:
-        batch = self._take_batch(event.batch, event.busy_s)
+        batch = self._take_batch(event.batch, event.busy_s, "rejected")
         if batch is not None:
             self._reject(batch, event.reason)
 
     def _on_raised(self, event: BatchRaised) -> None:
-        batch = self._take_batch(event.batch, event.busy_s)
+        batch = self._take_batch(event.batch, event.busy_s, "raised")
         if batch is None:
             return
         call = batch.call
@@ -801,6 +812,10 @@ class Core:
         # others were waiting and are not charged an infra retry.
         for position, batch_id in enumerate(sorted(worker.inflight)):
             batch = worker.inflight[batch_id]
+            if len(self.timeline) < TIMELINE_CAP:
+                self.timeline.append(
+                    ("report", self._now, batch.call.name, worker.id, batch_id, 0.0, "lost")
+                )
             del self._batches[batch_id]
             self._lost_batches.add(batch_id)
             grains = [g for _, g in self._live(batch)]

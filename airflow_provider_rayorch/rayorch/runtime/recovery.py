@@ -34,8 +34,9 @@ class Decision:
         return Decision(
             abort=self.abort,
             pinned_front=[g for g in self.pinned_front if g not in drop],
-            pinned_tail=[kept for group in self.pinned_tail
-                         if (kept := [g for g in group if g not in drop])],
+            pinned_tail=[
+                kept for group in self.pinned_tail if (kept := [g for g in group if g not in drop])
+            ],
             loose_front=[g for g in self.loose_front if g not in drop],
             loose_tail=[g for g in self.loose_tail if g not in drop],
             fail=[g for g in self.fail if g not in drop],
