@@ -58,6 +58,12 @@ class DocumentOptions:
     """Per-stage overrides, e.g. ``{"recognize": {"num_cpus": 2}}``; stages are
     ``open, render, detect, recognize, assemble_page, assemble_doc``."""
 
+    def __post_init__(self) -> None:
+        if self.on_bad_page not in ("fail", "skip"):
+            raise ValueError(f"on_bad_page must be 'fail' or 'skip', not {self.on_bad_page!r}")
+        if self.dpi <= 0:
+            raise ValueError(f"dpi must be positive, not {self.dpi!r}")
+
 
 class DocumentPipeline(ro.Pipeline):
     """PDF path or bytes -> ``{"markdown", "pages", "page_details", "skipped_pages", "source"}``."""

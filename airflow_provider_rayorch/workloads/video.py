@@ -68,6 +68,12 @@ class VideoOptions:
     """Per-stage overrides, e.g. ``{"caption": {"num_gpus": 1}}``; stages are
     ``split, decode, motion, keyframes, caption, attach_caption, assemble``."""
 
+    def __post_init__(self) -> None:
+        if self.split not in ("scene", "fixed"):
+            raise ValueError(f"split must be 'scene' or 'fixed', not {self.split!r}")
+        if self.clip_s <= 0 or self.frames_per_clip < 1 or self.max_side < 2:
+            raise ValueError("clip_s must be > 0, frames_per_clip >= 1 and max_side >= 2")
+
 
 def attach_captions(
     summaries: Sequence[dict[str, Any]], captions: Sequence[str]

@@ -83,6 +83,8 @@ def test_document_options_are_checked() -> None:
         DocumentPipeline(dpix=100)
     with pytest.raises(TypeError, match="unknown stage"):
         DocumentPipeline(ray_options={"ocr": {"num_cpus": 1}})
+    with pytest.raises(ValueError, match="on_bad_page"):
+        DocumentPipeline(on_bad_page="ignore")
     plan = DocumentPipeline(ray_options={"recognize": {"num_cpus": 2}}).compile()
     assert (
         plan.fingerprint
@@ -126,6 +128,10 @@ def test_video_fixed_split_and_all_static(cut_video: Path, tmp_path: Path) -> No
 def test_video_options_are_checked() -> None:
     with pytest.raises(TypeError, match="unknown option"):
         VideoPipeline(fps=3)
+    with pytest.raises(ValueError, match="split"):
+        VideoPipeline(split="shots")
+    with pytest.raises(ValueError, match="frames_per_clip"):
+        VideoPipeline(frames_per_clip=0)
 
 
 @pytest.mark.parametrize(
