@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
@@ -23,6 +24,15 @@ __all__ = ["RayOrchJobTrigger", "RayOrchMicrobatchTrigger"]
 
 #: Consecutive failed status polls before a trigger gives up.
 MAX_POLL_ERRORS = 5
+
+
+async def _load_store_class() -> Any:
+    """Import heavy modules (pyarrow, aiohttp) off the event loop, then return RunStore."""
+    await asyncio.to_thread(importlib.import_module, "aiohttp")
+    module = await asyncio.to_thread(
+        importlib.import_module, "airflow_provider_rayorch.rayorch.store"
+    )
+    return module.RunStore
 
 
 def _positive(name: str, value: float) -> float:
@@ -89,10 +99,8 @@ class RayOrchJobTrigger(BaseTrigger):
             self.log.info("log tail of %s ended: %s", self.job_id, exc)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from airflow_provider_rayorch.rayorch.store import RunStore
-
+        store = (await _load_store_class())(self.run_store)
         hook = self._hook()
-        store = RunStore(self.run_store)
         tail = asyncio.create_task(self._tail(hook)) if self.tail_logs else None
         errors, seen = 0, -1
         try:
@@ -186,9 +194,7 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from airflow_provider_rayorch.rayorch.store import RunStore
-
-        store = RunStore(self.run_store)
+        store = (await _load_store_class())(self.run_store)
         hook = RayOrchHook(self.rayorch_conn_id, address=self.address) if self.job_id else None
         errors = 0
         while True:

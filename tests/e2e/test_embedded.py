@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import run_dag, run_dirs
+from e2e_helpers import run_dag, run_dirs
 
 from airflow_provider_rayorch.rayorch.store import RunStore
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import finish_dag, run_dag, start_dag, wait_for
+from e2e_helpers import finish_dag, run_dag, start_dag, wait_for
 
 from airflow_provider_rayorch.rayorch.store import RunStore
 

@@ -60,6 +60,7 @@ with _dag("e2e_microbatch"):
     rayorch_microbatch_group(
         "docs",
         pipeline=PIPELINE,
+        pipeline_kwargs={"delay_s": DELAY},
         sources=sample_docs(12, poison=(5,)),
         input_batch_size=4,
         rayorch_conn_id="rayorch_head",
