@@ -115,7 +115,7 @@ class Executor:
         assert self._backend is not None
         started = self.last_started = time.perf_counter()
         try:
-            core = self._core(
+            core = self._current_core = self._core(
                 columns, input_batch_size, max_active_input_batches, skip_microbatches
             )
             from .progress import Progress
@@ -172,6 +172,16 @@ class Executor:
         finally:
             if owned:
                 self.close()
+
+    def timeline(self) -> list[dict[str, Any]]:
+        """Dispatch and report records of the current (or last) run, for reports.
+
+        Times are seconds from the start of that run; see ``RunResult.timeline``.
+        """
+        core = getattr(self, "_current_core", None)
+        if core is None:
+            return []
+        return timeline_records(core.timeline, self.last_started)
 
     def _core(
         self,
