@@ -30,7 +30,7 @@ def to_bgr(image: np.ndarray) -> np.ndarray:
 
 def crop_quad(image: np.ndarray, quad: np.ndarray) -> np.ndarray:
     """Cut the (possibly rotated) quadrilateral ``quad`` out of ``image`` upright."""
-    cv2 = require("cv2", extra="documents", package="opencv-python-headless")
+    cv2 = require("cv2", extra="documents", package="opencv-python")
     pts = np.asarray(quad, dtype=np.float32).reshape(4, 2)
     width = int(max(np.linalg.norm(pts[0] - pts[1]), np.linalg.norm(pts[2] - pts[3])))
     height = int(max(np.linalg.norm(pts[0] - pts[3]), np.linalg.norm(pts[1] - pts[2])))
@@ -76,7 +76,7 @@ class OcrEngine:
 
     def __init__(self, *, threads: int = 1, max_side: int = 2000) -> None:
         module = require("rapidocr_onnxruntime", extra="documents", package="rapidocr-onnxruntime")
-        cv2 = require("cv2", extra="documents", package="opencv-python-headless")
+        cv2 = require("cv2", extra="documents", package="opencv-python")
         cv2.setNumThreads(threads)
         self._cv2 = cv2
         self.max_side = max_side

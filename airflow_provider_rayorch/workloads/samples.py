@@ -31,7 +31,7 @@ def write_text_pdf(
     An empty entry makes a blank page. Returns the PDF's bytes (also written to
     ``path`` when given).
     """
-    canvas_mod: Any = require("reportlab.pdfgen.canvas", extra="samples", package="reportlab")
+    canvas_mod: Any = require("reportlab.pdfgen.canvas", extra="dev", package="reportlab")
     buffer = io.BytesIO()
     pdf = canvas_mod.Canvas(buffer, pagesize=size)
     _width, height = size
@@ -118,9 +118,13 @@ def write_tiny_qwen_vl(directory: str | os.PathLike[str], *, seed: int = 0) -> s
     torch: Any = require("torch", extra="vlm")
     transformers: Any = require("transformers", extra="vlm")
     tokenizers: Any = require("tokenizers", extra="vlm")
-    pil_processor: Any = require(
-        "transformers.models.qwen2_vl.image_processing_pil_qwen2_vl", extra="vlm"
-    )
+    image_processor_cls: Any = transformers.Qwen2VLImageProcessor
+    try:  # transformers 5 names the torchvision-free processor explicitly
+        from transformers.models.qwen2_vl import image_processing_pil_qwen2_vl as pil
+
+        image_processor_cls = pil.Qwen2VLImageProcessorPil
+    except ImportError:
+        pass
     vocab: dict[str, int] = {}
     for token in [*_QWEN_SPECIALS, "system", "user", "assistant", *map(chr, range(33, 127))]:
         vocab.setdefault(token, len(vocab))
@@ -166,5 +170,5 @@ def write_tiny_qwen_vl(directory: str | os.PathLike[str], *, seed: int = 0) -> s
     path = os.fspath(directory)
     transformers.Qwen2_5_VLForConditionalGeneration(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
-    pil_processor.Qwen2VLImageProcessorPil().save_pretrained(path)
+    image_processor_cls().save_pretrained(path)
     return path
