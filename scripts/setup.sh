@@ -15,6 +15,6 @@ fi
 # torch==2.13.0 is pinned so pip takes the machine's CPU build (a plain `torch` pulls
 # a multi-GB CUDA build); it is never part of the dev extra.
 if [ "${RAYORCH_SKIP_TORCH:-0}" != "1" ]; then
-    .venv/bin/python -m pip install --quiet 'torch==2.13.0' 'transformers>=4.49'
+    .venv/bin/python -m pip install --quiet 'torch==2.13.0' 'transformers>=4.56'
 fi
 echo "setup done: $(.venv/bin/python --version), ray $(.venv/bin/python -c 'import ray; print(ray.__version__)'), airflow $(.venv/bin/airflow version 2>/dev/null | tail -n 1)"

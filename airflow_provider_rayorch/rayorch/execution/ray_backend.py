@@ -82,11 +82,14 @@ class RayBackend:
         address: str | None = None,
         ray_init_kwargs: dict[str, Any] | None = None,
         actor_start_timeout_s: float = 600.0,
+        wait_for_resources: bool = False,
     ) -> None:
         self.plan = plan
         self.address = address
         self.ray_init_kwargs = dict(ray_init_kwargs or {})
         self.actor_start_timeout_s = actor_start_timeout_s
+        #: Let pools wait for resources the cluster does not have yet (autoscaling).
+        self.wait_for_resources = wait_for_resources
         self.values = RayValues(self._fetch_one)
         self._owns_ray = False
         self._actors: dict[str, Any] = {}
@@ -185,37 +188,52 @@ class RayBackend:
                 )
 
     def _check_resources(self) -> None:
-        """Fail fast when no node could ever host one actor of a module."""
+        """Fail fast when no node could host one actor of a module, or when all pools
+        together ask for more than the whole cluster has (unless ``wait_for_resources``)."""
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         totals = [n.get("Resources", {}) for n in nodes]
+        demand: dict[str, float] = {}
         for module in self.plan.modules:
-            options = self._actor_options(module.id)
-            need: dict[str, float] = dict(options.get("resources") or {})
-            if options.get("num_cpus"):
-                need["CPU"] = float(options["num_cpus"])
-            if options.get("num_gpus"):
-                need["GPU"] = float(options["num_gpus"])
-            if options.get("memory"):
-                need["memory"] = float(options["memory"])
-            if not need:
-                continue
-            if not any(all(res.get(k, 0.0) >= v for k, v in need.items()) for res in totals):
-                have = (
-                    ", ".join(
-                        "{"
-                        + ", ".join(
-                            f"{k}: {v:g}" for k, v in sorted(r.items()) if not k.startswith("node:")
-                        )
-                        + "}"
-                        for r in totals
-                    )
-                    or "no alive node"
-                )
+            need = self._needs(module.id)
+            for key, value in need.items():
+                demand[key] = demand.get(key, 0.0) + value * module.options.replicas
+            if need and not any(
+                all(res.get(k, 0.0) >= v for k, v in need.items()) for res in totals
+            ):
                 raise ResourceUnavailableError(
                     f"module {module.name!r} asks for {need} per actor, but no node of the "
-                    f"cluster has that much (nodes: {have}); lower its ray_options or add "
-                    "a node that provides them"
+                    f"cluster has that much (nodes: {_describe(totals)}); lower its "
+                    "ray_options or add a node that provides them"
                 )
+        if self.wait_for_resources:
+            return
+        cluster = ray.cluster_resources()
+        short = {
+            k: (v, cluster.get(k, 0.0)) for k, v in demand.items() if v > cluster.get(k, 0.0) + 1e-9
+        }
+        if short:
+            listing = ", ".join(
+                f"{k}: {want:g} wanted, {have:g} in the cluster"
+                for k, (want, have) in sorted(short.items())
+            )
+            per_module = "; ".join(
+                f"{m.name} {m.options.replicas} x {self._needs(m.id)}"
+                for m in self.plan.modules
+                if self._needs(m.id)
+            )
+            raise ResourceUnavailableError(
+                f"the actor pools together need more than the cluster has ({listing}; "
+                f"pools: {per_module}). Lower replicas or per-actor resources, or pass "
+                "wait_for_resources=True to wait for an autoscaling cluster"
+            )
+
+    def _needs(self, module_id: int) -> dict[str, float]:
+        options = self._actor_options(module_id)
+        need: dict[str, float] = {k: float(v) for k, v in (options.get("resources") or {}).items()}
+        for option, key in (("num_cpus", "CPU"), ("num_gpus", "GPU"), ("memory", "memory")):
+            if options.get(option):
+                need[key] = float(options[option])
+        return need
 
     # -- driving ------------------------------------------------------------------
     def drive(self, core: Core) -> Iterator[Microbatch]:
@@ -431,6 +449,16 @@ def _remote_worker_class() -> Any:
     if _REMOTE_CLASS is None:
         _REMOTE_CLASS = ray.remote(PoolWorker)
     return _REMOTE_CLASS
+
+
+def _describe(totals: list[dict[str, float]]) -> str:
+    nodes = [
+        "{"
+        + ", ".join(f"{k}: {v:g}" for k, v in sorted(r.items()) if not k.startswith("node:"))
+        + "}"
+        for r in totals
+    ]
+    return ", ".join(nodes) or "no alive node"
 
 
 def _available(ref: Any) -> bool:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CompileError
 from .options import Batching, CallOptions, RecoveryPolicy
 from .plan import NodeKind
-from .tracing import CallOutputs, Port, active_trace
+from .tracing import CallOutputs, active_trace
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -106,7 +106,8 @@ class RayModule:
         return f"{target.__module__}:{target.__qualname__}"
 
     # -- tracing --------------------------------------------------------------
-    def __call__(self, *ports: Any, **static_kwargs: Any) -> Port | CallOutputs:
+    def __call__(self, *ports: Any, **static_kwargs: Any) -> Any:
+        """Make a Call: returns its output Port, or a tuple of ``k`` Ports with ``returns(k)``."""
         trace = active_trace(f"module {self._label!r}")
         base = trace.module_names.get(id(self), self._label)
         name = trace.call_name(base)

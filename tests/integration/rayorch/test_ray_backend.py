@@ -272,3 +272,15 @@ def test_payloads_stay_in_the_object_store() -> None:
     assert result.outputs[0] == [(1 << 20) + k % 251 for k in range(50)]
     growth = peak[0] - base
     assert growth < data / 8, f"driver grew by {growth / 2**20:.0f} MB for 2000 MB of payloads"
+
+
+def test_pools_asking_more_than_the_cluster_fail_fast() -> None:
+    class Overbooked(ro.Pipeline):
+        def __init__(self) -> None:
+            self.m = ro.RayModule(Identity).ray_options(replicas=3, num_cpus=1)
+
+        def forward(self, x: Any) -> Any:
+            return self.m(x)
+
+    with pytest.raises(ResourceUnavailableError, match="together need more"):
+        ro.run(Overbooked(), [1, 2], backend="ray")
