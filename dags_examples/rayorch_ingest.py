@@ -17,7 +17,7 @@ import os
 from typing import Any
 
 import pendulum
-from airflow.sdk import DAG, Asset, task
+from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, task
 
 from airflow_provider_rayorch.operators.microbatch import rayorch_microbatch_group
 
@@ -27,7 +27,8 @@ PREPARED = Asset("rayorch-prepared-docs", uri="file:///tmp/rayorch-prepared-docs
 
 with DAG(
     dag_id="rayorch_ingest",
-    schedule="@hourly",
+    # Data intervals are whole hours (a plain "@hourly" would give empty ones in Airflow 3).
+    schedule=CronDataIntervalTimetable("@hourly", timezone="UTC"),
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,

@@ -54,10 +54,11 @@ def _dashboard_up(url: str, token: str | None) -> bool:
     import requests
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    try:
-        return requests.get(f"{url}/api/version", headers=headers, timeout=2).status_code == 200
+    try:  # 401/403: up, with token auth this probe has no token for
+        code = requests.get(f"{url}/api/version", headers=headers, timeout=2).status_code
     except requests.RequestException:
         return False
+    return code in (200, 401, 403)
 
 
 def start_local_head(
@@ -160,7 +161,12 @@ def stop_local_head(head: Mapping[str, Any], *, timeout: float = 10.0) -> None:
 
 
 class RayLocalHeadStartOperator(BaseOperator):
-    """Setup task: start a loopback Ray head; returns its info (``address`` ...) to XCom."""
+    """Setup task: start a loopback Ray head; returns its info (``address`` ...) to XCom.
+
+    The head (and so every job on it) gets this worker's ``sys.path`` as PYTHONPATH,
+    so whatever the worker can import (the DAGs folder's modules, for instance) the
+    jobs can import too.
+    """
 
     def __init__(
         self,
@@ -176,7 +182,8 @@ class RayLocalHeadStartOperator(BaseOperator):
         self.startup_timeout = startup_timeout
 
     def execute(self, context: Context) -> dict[str, Any]:
-        info = start_local_head(num_cpus=self.num_cpus, env=self.env, timeout=self.startup_timeout)
+        env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p), **self.env}
+        info = start_local_head(num_cpus=self.num_cpus, env=env, timeout=self.startup_timeout)
         self.log.info("Ray head up at %s (process group %s)", info["address"], info["pgid"])
         return info
 

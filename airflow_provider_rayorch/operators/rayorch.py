@@ -193,7 +193,8 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         """Options for an embedded Ray (the connection's, plus runtime_env/namespace)."""
         if not self.hook.embedded:
             return {}
-        kwargs = dict(self.hook.settings.ray_init_kwargs)
+        # No dashboard by default: nobody browses an embedded Ray, and it costs a slow start.
+        kwargs = {"include_dashboard": False, **self.hook.settings.ray_init_kwargs}
         env = self.hook.runtime_env(self.runtime_env)
         if env:
             kwargs["runtime_env"] = env
@@ -446,6 +447,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             sources["failed"],
             sources["suppressed"],
         )
+        self.log.info("Lineage summary:\n%s", json.dumps(summary, indent=2))
         if summary["state"] != "success":
             context["ti"].xcom_push(key=SUMMARY_KEY, value=summary)
             first = "; ".join(

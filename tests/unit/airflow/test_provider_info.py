@@ -1,0 +1,76 @@
+"""Provider registration: the entry point, the runtime schema, conn-fields."""
+
+from __future__ import annotations
+
+import json
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from airflow_provider_rayorch.get_provider_info import get_provider_info
+
+pytestmark = pytest.mark.timeout(60)
+
+AIRFLOW_DIR = Path(__import__("airflow").__file__).parent
+
+
+def test_entry_point_is_declared() -> None:
+    [ep] = [e for e in entry_points(group="apache_airflow_provider") if "rayorch" in e.value]
+    assert ep.load() is get_provider_info
+
+
+def test_matches_airflow_runtime_schema() -> None:
+    schema = json.loads((AIRFLOW_DIR / "provider_info.schema.json").read_text())
+    jsonschema.validate(get_provider_info(), schema)
+
+
+def test_conn_fields_match_provider_yaml_schema() -> None:
+    schema = json.loads((AIRFLOW_DIR / "provider.yaml.schema.json").read_text())
+    item = schema["properties"]["connection-types"]["items"]
+    [conn] = get_provider_info()["connection-types"]
+    jsonschema.validate(conn, item)
+    assert conn["connection-type"] == "rayorch"
+    assert {"run_store", "runtime_env", "namespace"} <= set(conn["conn-fields"])
+
+
+def test_providers_manager_sees_connection_type_and_hook() -> None:
+    from airflow.providers_manager import ProvidersManager
+    from airflow.sdk.providers_manager_runtime import ProvidersManagerTaskRuntime
+
+    pm = ProvidersManager()
+    assert "airflow-provider-rayorch" in pm.providers
+    hook = ProvidersManagerTaskRuntime().hooks["rayorch"]
+    assert hook is not None
+    assert hook.hook_class_name == "airflow_provider_rayorch.hooks.rayorch.RayOrchHook"
+    widgets = pm.connection_form_widgets
+    assert "extra__rayorch__run_store" in widgets
+    assert "airflow_provider_rayorch.links.rayorch.RayJobLink" in pm.extra_links_class_names
+
+
+@pytest.mark.parametrize(
+    "dotted",
+    [
+        "airflow_provider_rayorch.hooks.rayorch.RayOrchHook",
+        "airflow_provider_rayorch.links.rayorch.RayJobLink",
+        "airflow_provider_rayorch.operators.rayorch.RayOrchOperator",
+        "airflow_provider_rayorch.operators.microbatch.RayOrchSubmitOperator",
+        "airflow_provider_rayorch.operators.local_head.RayLocalHeadStartOperator",
+        "airflow_provider_rayorch.sensors.rayorch.RayOrchMicrobatchSensor",
+        "airflow_provider_rayorch.triggers.rayorch.RayOrchJobTrigger",
+    ],
+)
+def test_declared_classes_import(dotted: str) -> None:
+    from airflow.sdk.module_loading import import_string
+
+    assert import_string(dotted) is not None
+
+
+def test_package_root_does_not_import_airflow() -> None:
+    import subprocess
+    import sys
+
+    code = "import airflow_provider_rayorch, sys; print('airflow' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
