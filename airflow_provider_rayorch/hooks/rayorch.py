@@ -251,6 +251,14 @@ class RayOrchHook(BaseHook):
         if self._client is None:
             from ray.job_submission import JobSubmissionClient
 
+            for var in ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS"):
+                if os.environ.get(var):
+                    self.log.warning(
+                        "%s is set in this worker; Ray's client lets it override the "
+                        "connection's host %s",
+                        var,
+                        self.settings.address,
+                    )
             self.check_reachable()
             try:
                 self._client = JobSubmissionClient(

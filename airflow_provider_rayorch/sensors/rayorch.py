@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -126,7 +127,7 @@ class RayOrchMicrobatchSensor(BaseSensorOperator):
                 poll_interval=self.poke_interval,
             ),
             method_name="execute_complete",
-            timeout=self.execution_timeout,
+            timeout=timedelta(seconds=float(self.timeout)),
         )
 
     def poke(self, context: Context) -> PokeReturnValue:
@@ -215,7 +216,7 @@ class RayOrchRunSensor(BaseSensorOperator):
                 tail_logs=False,
             ),
             method_name="execute_complete",
-            timeout=self.execution_timeout,
+            timeout=timedelta(seconds=float(self.timeout)),
         )
 
     def poke(self, context: Context) -> PokeReturnValue:

@@ -319,3 +319,30 @@ def test_asset_alias_outlet(tmp_path, fake_engine) -> None:
     events = ctx["outlet_events"].__getitem__.return_value
     asset = events.add.call_args.args[0]
     assert asset.uri.startswith("file://")
+
+
+def test_on_kill_stops_embedded_driver_process_group(tmp_path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    op = _op(tmp_path, _hook(tmp_path, embedded=True))
+    op._proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
+    )
+    op.on_kill()
+    deadline = time.monotonic() + 10
+    while op._proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert op._proc.poll() is not None
+
+
+def test_openlineage_is_optional(tmp_path) -> None:
+    import importlib.util
+
+    op = _op(tmp_path, _hook(tmp_path))
+    facets = op.get_openlineage_facets_on_complete(None)
+    if importlib.util.find_spec("airflow.providers.openlineage") is None:
+        assert facets is None
+    else:
+        assert facets.outputs
