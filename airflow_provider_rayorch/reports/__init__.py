@@ -1,0 +1,20 @@
+"""Self-contained HTML run reports, written into the run store next to the manifests.
+
+``<run store>/<run_id>/report.html`` shows per-microbatch status, per-source
+outcomes with causes (filterable), each Call's actors busy and idle over time,
+ready-queue depth, batch-size histograms and the completion curve of sources, as
+inline SVG with no external asset. This package imports neither airflow nor ray,
+so the Ray job driver calls :func:`write_run_report` after every commit.
+"""
+
+from __future__ import annotations
+
+from .writer import REPORT_NAME, read_run_report, render_run_report, report_uri, write_run_report
+
+__all__ = [
+    "REPORT_NAME",
+    "read_run_report",
+    "render_run_report",
+    "report_uri",
+    "write_run_report",
+]

@@ -1,0 +1,186 @@
+"""What a report shows, read from a run store: plan, manifests, output outcomes."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from datetime import datetime
+
+    from airflow_provider_rayorch.rayorch.store import RunStore
+
+__all__ = ["MAX_SOURCE_ROWS", "MicrobatchView", "RunView", "load_run"]
+
+#: At most this many per-source rows are listed (failures first); counts are never capped.
+MAX_SOURCE_ROWS = 5000
+OUTCOMES = ("present", "dropped", "failed", "suppressed")
+_LABEL_CHARS = 72
+
+
+@dataclass
+class MicrobatchView:
+    """One source microbatch: committed (with its manifest) or still pending."""
+
+    index: int
+    first_source: int
+    count: int
+    state: str  # success | failed | pending
+    sources: dict[str, int] = field(default_factory=dict)
+    grains: dict[str, int] = field(default_factory=dict)
+    elapsed_s: float | None = None
+    #: Seconds from the run's start (driver timings, else the manifest's commit time).
+    started_s: float | None = None
+    finished_s: float | None = None
+
+
+@dataclass
+class RunView:
+    """Everything the report renders, JSON-like and independent of the engine."""
+
+    run_id: str
+    pipeline: str = ""
+    fingerprint: str = ""
+    state: str = "unknown"  # running | success | failed | unknown
+    total_sources: int = 0
+    sources: dict[str, int] = field(default_factory=dict)
+    grains: dict[str, int] = field(default_factory=dict)
+    elapsed_s: float | None = None
+    microbatches: list[MicrobatchView] = field(default_factory=list)
+    #: Per-source rows ``{"source", "label", "outcome", "cause", "microbatch", "port"}``.
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows_total: int = 0
+    ports: list[str] = field(default_factory=list)
+    #: True when commit times come from manifest modification times, not the driver.
+    times_from_store: bool = False
+
+
+def _label(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=repr)
+    text = " ".join(text.split())
+    return text if len(text) <= _LABEL_CHARS else text[: _LABEL_CHARS - 1] + "\u2026"
+
+
+def _manifest_mtimes(store: RunStore, run_id: str) -> dict[int, datetime]:
+    base = posixpath.join(store.root, run_id, "manifests")
+    found: dict[int, datetime] = {}
+    for info in store.fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
+        name = info.base_name
+        if name.startswith("mb-") and name.endswith(".json") and info.mtime is not None:
+            found[int(name[3:-5])] = info.mtime
+    return found
+
+
+def _output_rows(store: RunStore, run_id: str, index: int, port: str) -> list[dict[str, Any]]:
+    uri = store.outputs_uri(run_id, index).rstrip("/") + f"/{port}.parquet"
+    table = pq.read_table(uri, columns=["source", "outcome", "cause"])
+    return list(table.to_pylist())
+
+
+def _times(
+    store: RunStore,
+    run_id: str,
+    views: list[MicrobatchView],
+    timings: Mapping[int, Mapping[str, Any]] | None,
+) -> bool:
+    """Fill started_s/finished_s; returns True when they came from the store's mtimes."""
+    if timings is not None:
+        for mb in views:
+            t = timings.get(mb.index)
+            if t is not None and mb.state != "pending":
+                mb.started_s = float(t.get("started_s", 0.0))
+                mb.finished_s = float(t.get("finished_s", 0.0))
+            elif mb.state != "pending":  # committed by an earlier driver attempt
+                mb.started_s = mb.finished_s = 0.0
+        return False
+    mtimes = _manifest_mtimes(store, run_id)
+    committed = [mb for mb in views if mb.index in mtimes]
+    if not committed:
+        return True
+    origin = min(mtimes[mb.index].timestamp() - (mb.elapsed_s or 0.0) for mb in committed)
+    for mb in committed:
+        mb.finished_s = mtimes[mb.index].timestamp() - origin
+        mb.started_s = max(0.0, mb.finished_s - (mb.elapsed_s or 0.0))
+    return True
+
+
+def load_run(
+    store: RunStore,
+    run_id: str,
+    timings: Mapping[int, Mapping[str, Any]] | None = None,
+) -> RunView:
+    """Read one run's plan, manifests and per-source outcomes from ``store``."""
+    view = RunView(run_id=run_id)
+    plan = store.read_plan(run_id)
+    manifests = {int(m["microbatch"]["index"]): m for m in store.manifests(run_id)}
+    descriptors = (
+        plan.microbatches()
+        if plan is not None
+        else [dict(m["microbatch"]) for _, m in sorted(manifests.items())]
+    )
+    if plan is not None:
+        view.pipeline, view.fingerprint = plan.pipeline, plan.fingerprint
+        view.total_sources = len(plan.sources)
+    for d in descriptors:
+        m = manifests.get(int(d["index"]))
+        mb = MicrobatchView(int(d["index"]), int(d["first_source"]), int(d["count"]), "pending")
+        if m is not None:
+            mb.state = str(m.get("state", "success"))
+            mb.sources = {k: int(v) for k, v in m["sources"].items()}
+            mb.grains = {k: int(v) for k, v in (m.get("grains") or {}).items()}
+            mb.elapsed_s = float(m.get("elapsed_s") or 0.0)
+            view.ports = view.ports or list((m.get("outputs") or {}).get("ports") or ["out"])
+            view.pipeline = view.pipeline or str(m.get("pipeline") or "")
+            view.fingerprint = view.fingerprint or str(m.get("fingerprint") or "")
+        view.microbatches.append(mb)
+    view.times_from_store = _times(store, run_id, view.microbatches, timings)
+    counts = dict.fromkeys(("total", *OUTCOMES), 0)
+    grains = {"dispatched": 0, "retried": 0, "suppressed": 0}
+    for mb in view.microbatches:
+        for key in counts:
+            counts[key] += mb.sources.get(key, 0)
+        for key in grains:
+            grains[key] += mb.grains.get(key, 0)
+    view.sources, view.grains = counts, grains
+    view.total_sources = view.total_sources or sum(mb.count for mb in view.microbatches)
+    run = store.read_run_manifest(run_id)
+    if run is not None:
+        view.state = str(run.get("state", "success"))
+        view.elapsed_s = float(run.get("elapsed_s") or 0.0)
+    elif plan is not None:
+        view.state = "running"
+    _load_rows(store, run_id, view, [] if plan is None else plan.sources)
+    return view
+
+
+def _load_rows(store: RunStore, run_id: str, view: RunView, sources: list[Any]) -> None:
+    rows: list[dict[str, Any]] = []
+    for mb in view.microbatches:
+        if mb.state == "pending":
+            continue
+        for port in view.ports:
+            for row in _output_rows(store, run_id, mb.index, port):
+                source = int(row["source"])
+                rows.append(
+                    {
+                        "source": source,
+                        "label": _label(sources[source]) if source < len(sources) else "",
+                        "outcome": str(row["outcome"]),
+                        "cause": row["cause"] or "",
+                        "microbatch": mb.index,
+                        "port": port,
+                    }
+                )
+    view.rows_total = len(rows)
+    if len(rows) > MAX_SOURCE_ROWS:
+        bad = [r for r in rows if r["outcome"] != "present"][:MAX_SOURCE_ROWS]
+        good = [r for r in rows if r["outcome"] == "present"][: MAX_SOURCE_ROWS - len(bad)]
+        rows = bad + good
+    rows.sort(key=lambda r: (int(r["source"]), str(r["port"])))
+    view.rows = rows

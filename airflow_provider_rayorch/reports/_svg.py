@@ -1,0 +1,153 @@
+"""Minimal SVG building blocks: linear scales, nice ticks, a canvas with axes."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from html import escape
+
+__all__ = ["Canvas", "Scale", "esc", "fmt", "nice_ticks"]
+
+
+def esc(value: object) -> str:
+    """HTML/SVG-escape any value's text."""
+    return escape(str(value), quote=True)
+
+
+def fmt(value: float) -> str:
+    """A compact number: ``12``, ``3.5``, ``0.25``, ``1.2k``."""
+    if abs(value) >= 10_000:
+        return f"{value / 1000:.0f}k"
+    if abs(value) >= 1000:
+        return f"{value / 1000:.1f}k"
+    if value == int(value):
+        return str(int(value))
+    return f"{value:.2f}".rstrip("0").rstrip(".") if abs(value) < 10 else f"{value:.1f}"
+
+
+def nice_ticks(lo: float, hi: float, n: int = 6) -> list[float]:
+    """About ``n`` round tick values covering ``[lo, hi]``."""
+    if hi <= lo:
+        hi = lo + 1.0
+    raw = (hi - lo) / max(n, 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = math.ceil(lo / step - 1e-9) * step
+    count = math.floor((hi - first) / step + 1e-9) + 1
+    return [round(first + i * step, 10) for i in range(count)]
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Maps the domain ``[d0, d1]`` linearly onto the range ``[r0, r1]``."""
+
+    d0: float
+    d1: float
+    r0: float
+    r1: float
+
+    def __call__(self, value: float) -> float:
+        span = (self.d1 - self.d0) or 1.0
+        return self.r0 + (value - self.d0) / span * (self.r1 - self.r0)
+
+
+@dataclass
+class Canvas:
+    """An SVG image with a plot area inside margins; shapes are appended in order."""
+
+    width: int
+    height: int
+    left: int = 56
+    right: int = 16
+    top: int = 12
+    bottom: int = 36
+    parts: list[str] = field(default_factory=list)
+
+    @property
+    def x0(self) -> float:
+        return float(self.left)
+
+    @property
+    def x1(self) -> float:
+        return float(self.width - self.right)
+
+    @property
+    def y0(self) -> float:
+        return float(self.top)
+
+    @property
+    def y1(self) -> float:
+        return float(self.height - self.bottom)
+
+    def rect(
+        self, x: float, y: float, w: float, h: float, fill: str, title: str | None = None
+    ) -> None:
+        tip = f"<title>{esc(title)}</title>" if title else ""
+        self.parts.append(
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(w, 0.8):.1f}" height="{h:.1f}" '
+            f'fill="{fill}">{tip}</rect>'
+            if tip
+            else f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(w, 0.8):.1f}" '
+            f'height="{h:.1f}" fill="{fill}"/>'
+        )
+
+    def line(self, x1: float, y1: float, x2: float, y2: float, stroke: str, dash: str = "") -> None:
+        extra = f' stroke-dasharray="{dash}"' if dash else ""
+        self.parts.append(
+            f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" '
+            f'stroke="{stroke}"{extra}/>'
+        )
+
+    def polyline(self, points: list[tuple[float, float]], stroke: str, label: str = "") -> None:
+        if not points:
+            return
+        coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+        tip = f"<title>{esc(label)}</title>" if label else ""
+        self.parts.append(
+            f'<polyline points="{coords}" fill="none" stroke="{stroke}" stroke-width="1.8">'
+            f"{tip}</polyline>"
+        )
+
+    def text(
+        self,
+        x: float,
+        y: float,
+        value: object,
+        anchor: str = "start",
+        size: int = 11,
+        fill: str = "#333",
+    ) -> None:
+        self.parts.append(
+            f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size}" '
+            f'fill="{fill}">{esc(value)}</text>'
+        )
+
+    def x_axis(self, scale: Scale, label: str, ticks: list[float] | None = None) -> None:
+        self.line(self.x0, self.y1, self.x1, self.y1, "#888")
+        for t in ticks if ticks is not None else nice_ticks(scale.d0, scale.d1):
+            x = scale(t)
+            self.line(x, self.y1, x, self.y1 + 4, "#888")
+            self.text(x, self.y1 + 15, fmt(t), anchor="middle", size=10)
+        self.text((self.x0 + self.x1) / 2, self.height - 4, label, anchor="middle")
+
+    def y_axis(self, scale: Scale, label: str, grid: bool = True) -> None:
+        self.line(self.x0, self.y0, self.x0, self.y1, "#888")
+        for t in nice_ticks(scale.d0, scale.d1, 4):
+            y = scale(t)
+            if grid:
+                self.line(self.x0, y, self.x1, y, "#eee")
+            self.text(self.x0 - 5, y + 3, fmt(t), anchor="end", size=10)
+        self.parts.append(
+            f'<text transform="translate(12,{(self.y0 + self.y1) / 2:.1f}) rotate(-90)" '
+            f'text-anchor="middle" font-size="11" fill="#333">{esc(label)}</text>'
+        )
+
+    def render(self, plot: str, label: str) -> str:
+        """The ``<svg>`` element; ``data-plot`` names the plot for tests and styling."""
+        body = "".join(self.parts)
+        return (
+            f'<svg class="plot" data-plot="{esc(plot)}" role="img" aria-label="{esc(label)}" '
+            f'xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{self.height}" '
+            f'viewBox="0 0 {self.width} {self.height}" font-family="sans-serif">'
+            f"<title>{esc(label)}</title>{body}</svg>"
+        )
