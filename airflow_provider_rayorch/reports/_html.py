@@ -26,7 +26,7 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px;border-bott
 .state-running,.state-pending{background:#1565c0}.state-unknown{background:#607d8b}
 table{border-collapse:collapse;font-size:12px;margin:6px 0}
 th,td{border:1px solid #e0e0e0;padding:3px 6px;text-align:left;vertical-align:top}
-th{background:#fafafa}td.num{text-align:right}tr:target{background:#fff3c4}
+th{background:#fafafa}td.num{text-align:right}tr:target,tr.focus{background:#fff3c4}
 .o-failed{color:#c62828}.o-suppressed{color:#ef6c00}.o-dropped{color:#757575}
 .o-present{color:#2e7d32}.note{color:#666;font-size:12px}
 .swatch{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px}
@@ -49,8 +49,13 @@ SCRIPT = """
     n.textContent=k;
   }
   q.addEventListener('input',apply);o.addEventListener('change',apply);
-  var m=/^#mb-(\\d+)$/.exec(location.hash);
-  if(m){q.value='mb '+m[1]+' ';}
+  var h=location.hash||('#'+(document.body.getAttribute('data-focus')||''));
+  var m=/^#mb-(\\d+)$/.exec(h);
+  if(m){
+    q.value='mb '+m[1]+' ';
+    var row=document.getElementById('mb-'+m[1]);
+    if(row){row.className='focus';row.scrollIntoView();}
+  }
   apply();
 })();
 """
