@@ -1,0 +1,75 @@
+"""The issue's goals, checked against results (targets, not test assertions)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["evaluate"]
+
+OURS, PAPER = "this engine", "rayorch (paper)"
+
+
+def _goal(
+    goal: str, target: str, value: float | None, ok: bool | None, shown: str
+) -> dict[str, str]:
+    met = "-" if ok is None or value is None else ("yes" if ok else "**no**")
+    return {
+        "goal": goal,
+        "target": target,
+        "measured": shown if value is not None else "-",
+        "met": met,
+    }
+
+
+def evaluate(r: dict[str, Any]) -> list[dict[str, str]]:
+    goals = []
+    e = r.get("e2e") or {}
+    systems = e.get("systems", {})
+
+    def ratio(peer: str, mode: str) -> float | None:
+        if OURS in systems and peer in systems:
+            return systems[OURS][mode]["e2e_s"] / systems[peer][mode]["e2e_s"]
+        return None
+
+    for peer, mode, limit in (
+        (PAPER, "cold", 0.75),
+        ("Ray Data", "warm", 0.80),
+        ("Ray Data", "cold", 0.80),
+        ("Daft", "warm", 0.65),
+        ("Daft", "cold", 0.65),
+    ):
+        v = ratio(peer, mode)
+        goals.append(
+            _goal(
+                f"W1 E2E vs {peer} ({mode})",
+                f"<= {limit}x",
+                v,
+                v is not None and v <= limit,
+                f"{v:.2f}x" if v else "",
+            )
+        )
+    if OURS in systems:
+        v = systems[OURS]["warm"]["fraction_of_ideal"]
+        goals.append(
+            _goal("W1 fraction of ideal (warm)", ">= 60%", v, v >= 0.60, f"{100 * v:.1f}%")
+        )
+    s = r.get("scaling") or {}
+    pts = [p for p in s.get("points", []) if p["accelerators"] == 16]
+    if pts:
+        v = pts[0]["efficiency"]
+        goals.append(
+            _goal("scaling efficiency at 16 (warm)", ">= 95%", v, v >= 0.95, f"{100 * v:.1f}%")
+        )
+    c = (r.get("ablations") or {}).get("containment")
+    if c:
+        v = c["paired_saving"]["mean"]
+        goals.append(
+            _goal(
+                "containment paired saving (W5)",
+                ">= 15%",
+                v,
+                v is not None and v >= 0.15,
+                f"{100 * v:.1f}%" if v is not None else "",
+            )
+        )
+    return goals

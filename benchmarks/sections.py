@@ -1,0 +1,370 @@
+"""The suite's sections; each returns a JSON-able dict for results.json."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import statistics
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from . import systems_daft, systems_raydata, systems_rayorch
+from .measure import median_of
+from .workload import Workload, ideal_seconds, make_docs
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .measure import Measurement
+    from .sizes import Size
+
+__all__ = [
+    "SYSTEMS",
+    "ablations",
+    "e2e",
+    "nested",
+    "overhead",
+    "scaling",
+    "simulator",
+    "versions",
+]
+
+OURS = "this engine"
+PAPER = "rayorch (paper)"
+SYSTEMS = (OURS, PAPER, "Ray Data", "Daft")
+
+
+def _paper_available() -> bool:
+    try:
+        importlib.import_module("rayorch")
+    except ImportError:
+        return False
+    return True
+
+
+AVAILABLE: dict[str, Callable[[], bool]] = {
+    OURS: lambda: True,
+    PAPER: _paper_available,
+    "Ray Data": systems_raydata.available,
+    "Daft": systems_daft.available,
+}
+
+RUNNERS: dict[str, Callable[[Workload], list[Measurement]]] = {
+    OURS: lambda w: systems_rayorch.run_pair(OURS, w),
+    PAPER: lambda w: systems_rayorch.run_pair(PAPER, w),
+    "Ray Data": systems_raydata.run_pair,
+    "Daft": systems_daft.run_pair,
+}
+
+
+def versions() -> dict[str, str | None]:
+    import ray
+
+    import airflow_provider_rayorch
+
+    def version_of(module: str) -> str | None:
+        try:
+            return str(getattr(importlib.import_module(module), "__version__", "?"))
+        except ImportError:
+            return None
+
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ours = version("airflow-provider-rayorch")
+    except PackageNotFoundError:
+        ours = getattr(airflow_provider_rayorch, "__version__", "?")
+    return {
+        OURS: f"airflow-provider-rayorch {ours}",
+        "ray": ray.__version__,
+        PAPER: version_of("rayorch"),
+        "Ray Data": ray.__version__ if systems_raydata.available() else None,
+        "Daft": version_of("daft"),
+        "matplotlib": version_of("matplotlib"),
+    }
+
+
+def pick_systems(wanted: tuple[str, ...] | None) -> tuple[list[str], dict[str, str]]:
+    chosen, skipped = [], {}
+    for name in SYSTEMS:
+        if wanted is not None and name not in wanted:
+            skipped[name] = "not selected (--systems)"
+        elif not AVAILABLE[name]():
+            skipped[name] = "not installed (pip install -e '.[bench]')"
+        else:
+            chosen.append(name)
+    return chosen, skipped
+
+
+# -- workload 1: end to end ---------------------------------------------------
+def e2e(spec: Size, results: dict[str, Any], *, systems: tuple[str, ...] | None) -> dict[str, Any]:
+    w = spec.w1
+    chosen, skipped = pick_systems(systems)
+    runs: dict[str, list[Measurement]] = {s: [] for s in chosen}
+    errors: dict[str, str] = {}
+    for _ in range(spec.rounds):
+        for name in chosen:
+            if name in errors:
+                continue
+            try:
+                runs[name].extend(RUNNERS[name](w))
+            except Exception as exc:
+                errors[name] = f"{type(exc).__name__}: {exc}"
+    ideal = ideal_seconds(w)
+    table: dict[str, Any] = {}
+    for name, ms in runs.items():
+        if not ms:
+            continue
+        row: dict[str, Any] = {}
+        for mode in ("cold", "warm"):
+            picked = [m for m in ms if m.mode == mode]
+            fig = median_of(picked)
+            fig["fraction_of_ideal"] = round(ideal["bound_s"] / fig["e2e_s"], 4)
+            row[mode] = fig
+        table[name] = row
+    ratios: dict[str, dict[str, float]] = {}
+    for mode in ("cold", "warm"):
+        for a in table:
+            for b in table:
+                if a != b:
+                    ratios.setdefault(mode, {})[f"{a} / {b}"] = round(
+                        table[a][mode]["e2e_s"] / table[b][mode]["e2e_s"], 3
+                    )
+    return {
+        "workload": w.as_dict(),
+        "pages": int(ideal["pages"]),
+        "ideal": {k: round(v, 4) for k, v in ideal.items()},
+        "systems": table,
+        "ratios": ratios,
+        "skipped": skipped,
+        "errors": errors,
+    }
+
+
+# -- strong scaling -------------------------------------------------------------
+def scaling(
+    spec: Size, results: dict[str, Any], *, systems: tuple[str, ...] | None
+) -> dict[str, Any]:
+    from .simulator import simulate
+
+    cfg = sim_config(results)
+    docs = make_docs(spec.scaling)
+    points = []
+    for a in spec.scaling_accelerators:
+        w = spec.scaling.scaled(a)
+        ms = systems_rayorch.run_pair(OURS, w, warm_runs=spec.scaling_warm_runs)
+        warm = median_of([m for m in ms if m.mode == "warm"])
+        sim = simulate(w, cfg, docs)
+        points.append(
+            {
+                "accelerators": a,
+                "render_replicas": w.render_replicas,
+                "write_replicas": w.write_replicas,
+                "warm_s": warm["e2e_s"],
+                "cold_s": ms[0].e2e_s,
+                "busy_fraction": warm["busy_fraction"],
+                "batch_fill": warm["batch_fill"],
+                "ideal_s": round(ideal_seconds(w, docs)["bound_s"], 4),
+                "sim_s": round(sim.makespan_s, 4),
+                "sim_busy_fraction": round(sim.busy_fraction, 4),
+                "correct": warm["correct"],
+            }
+        )
+    base = points[0]
+    for p in points:
+        factor = p["accelerators"] / base["accelerators"]
+        p["speedup"] = round(base["warm_s"] / p["warm_s"], 3)
+        p["efficiency"] = round(p["speedup"] / factor, 4)
+        p["sim_speedup"] = round(base["sim_s"] / p["sim_s"], 3) if p["sim_s"] else None
+        p["sim_efficiency"] = round(p["sim_speedup"] / factor, 4) if p["sim_speedup"] else None
+        p["ideal_speedup"] = round(base["ideal_s"] / p["ideal_s"], 3) if p["ideal_s"] else None
+        p["fraction_of_ideal"] = round(p["ideal_s"] / p["warm_s"], 4)
+    return {
+        "workload": spec.scaling.as_dict(),
+        "pages": sum(d.pages for d in docs),
+        "points": points,
+    }
+
+
+# -- ablations ----------------------------------------------------------------------
+def _paired(runs: dict[str, list[Measurement]], base: str, other: str) -> dict[str, Any]:
+    """Medians per variant and the paired saving of ``base`` against ``other``."""
+    figures = {name: median_of(ms) for name, ms in runs.items()}
+    savings = [
+        1 - a.e2e_s / b.e2e_s for a, b in zip(runs[base], runs[other], strict=True) if b.e2e_s
+    ]
+    return {
+        "variants": figures,
+        "paired_saving": {
+            "mean": round(statistics.fmean(savings), 4) if savings else None,
+            "median": round(statistics.median(savings), 4) if savings else None,
+            "rounds": [round(s, 4) for s in savings],
+            "of": f"{base} vs {other}",
+        },
+    }
+
+
+def ablations(
+    spec: Size, results: dict[str, Any], *, systems: tuple[str, ...] | None
+) -> dict[str, Any]:
+    from .ablations import shuffled_ready_order
+    from .simulator import simulate
+
+    w = spec.w1
+    rounds = spec.ablation_rounds
+    fifo = systems_rayorch.run_variants(
+        w,
+        {"FIFO": {}, "non-FIFO (shuffled)": {}},
+        rounds,
+        contexts={"non-FIFO (shuffled)": shuffled_ready_order},
+    )
+    batching = systems_rayorch.run_variants(
+        w,
+        {"any_parent": {"batching": "any_parent"}, "single_parent": {"batching": "single_parent"}},
+        rounds,
+    )
+    containment = systems_rayorch.run_variants(
+        spec.w5, {"on": {"containment": True}, "off": {"containment": False}}, rounds
+    )
+    cfg = sim_config(results)
+    with shuffled_ready_order():
+        sim_shuffled = simulate(w, cfg).makespan_s
+    sim_fifo = simulate(w, cfg).makespan_s
+    docs5 = make_docs(spec.w5)
+    out = {
+        "fifo": _paired(fifo, "FIFO", "non-FIFO (shuffled)"),
+        "batching": _paired(batching, "any_parent", "single_parent"),
+        "containment": _paired(containment, "on", "off"),
+    }
+    out["fifo"]["simulated_saving"] = (
+        round(1 - sim_fifo / sim_shuffled, 4) if sim_shuffled else None
+    )
+    poisoned = [d for d in docs5 if d.poisoned]
+    out["containment"]["workload"] = spec.w5.as_dict()
+    out["containment"]["poisoned_docs"] = len(poisoned)
+    out["containment"]["poisoned_pages"] = sum(d.pages for d in poisoned)
+    out["containment"]["pages"] = sum(d.pages for d in docs5)
+    return out
+
+
+# -- workload 3: nested ----------------------------------------------------------------
+def nested(
+    spec: Size, results: dict[str, Any], *, systems: tuple[str, ...] | None
+) -> dict[str, Any]:
+    from . import nested as w3
+
+    return w3.run_all(spec.w3_docs, systems=systems, rounds=max(1, spec.rounds - 1))
+
+
+# -- workload 4: engine overhead ------------------------------------------------------------
+def overhead(
+    spec: Size, results: dict[str, Any], *, systems: tuple[str, ...] | None
+) -> dict[str, Any]:
+    from airflow_provider_rayorch.rayorch.execution.gc_policy import rare_full_collections
+    from airflow_provider_rayorch.rayorch.runtime.core import Core
+
+    from . import noop_throughput
+    from .core_throughput import Fanout, drive
+
+    plan = Fanout(256, 2).compile()
+    sources = [list(range(spec.core_children))] * spec.core_sources
+    core = Core(plan, [sources], input_batch_size=1000, max_active_input_batches=2)
+    t = time.perf_counter()
+    with rare_full_collections():
+        grains = drive(core, 2)
+    pure = time.perf_counter() - t
+    args = argparse.Namespace(batch_size=256, replicas=2, input_batch_size=500, max_active=2)
+    noop_sources = [list(range(spec.noop_children)) for _ in range(spec.noop_sources)]
+    engines = {OURS: "airflow_provider_rayorch.rayorch"}
+    if _paper_available() and (systems is None or PAPER in systems):
+        engines[PAPER] = "rayorch"
+    rounds: dict[str, list[dict[str, float]]] = {name: [] for name in engines}
+    for _ in range(2 if spec.rounds > 1 else 1):
+        for name, module in engines.items():
+            ro = importlib.import_module(module)
+            rounds[name].append(noop_throughput.measure(ro, noop_sources, args))
+    on_ray = {
+        name: {k: round(statistics.median(r[k] for r in rs), 3) for k in rs[0]}
+        for name, rs in rounds.items()
+    }
+    out: dict[str, Any] = {
+        "pure_core": {
+            "grains": grains,
+            "seconds": round(pure, 3),
+            "grains_per_s": round(grains / pure),
+            "command": f"python -m benchmarks.core_throughput --sources {spec.core_sources} "
+            f"--children {spec.core_children}",
+        },
+        "noop_on_ray": on_ray,
+        "noop_grains": spec.noop_sources * spec.noop_children,
+        "noop_command": f"python -m benchmarks.noop_throughput --sources {spec.noop_sources} "
+        f"--children {spec.noop_children}",
+    }
+    if PAPER in on_ray:
+        for mode in ("cold", "warm"):
+            out[f"{mode}_speedup_vs_paper"] = round(
+                on_ray[OURS][f"{mode}_grains_per_s"] / on_ray[PAPER][f"{mode}_grains_per_s"], 2
+            )
+    return out
+
+
+def _frac(a: float, b: float) -> float | None:
+    return round(a / b, 4) if b else None
+
+
+# -- simulator ---------------------------------------------------------------------------
+def sim_config(results: dict[str, Any]) -> Any:
+    """The simulator's driver cost, from this engine's measured no-op rate when known."""
+    from .simulator import SimConfig
+
+    rate = results.get("overhead", {}).get("noop_on_ray", {}).get(OURS, {}).get("warm_grains_per_s")
+    return SimConfig(driver_s_per_grain=1 / rate) if rate else SimConfig()
+
+
+def simulator(
+    spec: Size, results: dict[str, Any], *, systems: tuple[str, ...] | None
+) -> dict[str, Any]:
+    from .simulator import docs_for_pages, simulate
+
+    cfg = sim_config(results)
+    beside = {}
+    w1 = spec.w1
+    sim = simulate(w1, cfg)
+    real = results.get("e2e", {}).get("systems", {}).get(OURS, {}).get("warm", {})
+    beside["workload 1"] = {
+        "accelerators": w1.accelerators,
+        "sim_s": round(sim.makespan_s, 4),
+        "real_warm_s": real.get("e2e_s"),
+        "sim_busy_fraction": round(sim.busy_fraction, 4),
+        "real_busy_fraction": real.get("busy_fraction"),
+    }
+    extrapolation = []
+    for a in spec.sim_accelerators:
+        w = docs_for_pages(Workload().scaled(a), spec.sim_pages)
+        r = simulate(w, cfg)
+        fast = simulate(w, replace(cfg, driver_s_per_grain=cfg.driver_s_per_grain / 10))
+        extrapolation.append(
+            {
+                **r.as_dict(),
+                "fraction_of_ideal": _frac(r.ideal_s, r.makespan_s),
+                "driver_10x_s": round(fast.makespan_s, 4),
+                "driver_10x_fraction_of_ideal": _frac(r.ideal_s, fast.makespan_s),
+            }
+        )
+    big = None
+    if spec.sim_big_pages:
+        a = max(spec.sim_accelerators)
+        r = simulate(docs_for_pages(Workload().scaled(a), spec.sim_big_pages), cfg)
+        big = {**r.as_dict(), "fraction_of_ideal": _frac(r.ideal_s, r.makespan_s)}
+    return {
+        "config": {
+            "driver_s_per_grain": cfg.driver_s_per_grain,
+            "driver_s_per_batch": cfg.driver_s_per_batch,
+            "rpc_s": cfg.rpc_s,
+        },
+        "beside_real": beside,
+        "extrapolation": extrapolation,
+        "big": big,
+        "pages": spec.sim_pages,
+    }

@@ -1,0 +1,92 @@
+"""Suite sizes: ``smoke`` proves the harness runs (seconds), ``default`` is the
+size whose results are committed in docs/benchmarks/ (about 20 minutes on 2 cores)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from .workload import CostModel, Workload
+
+__all__ = ["SIZES", "Size"]
+
+
+@dataclass(frozen=True)
+class Size:
+    #: Workload 1 at the comparison size (8 emulated accelerators).
+    w1: Workload
+    #: Timed rounds per system (each a cold and a warm run); the median is reported.
+    rounds: int
+    #: Workload 1 data for strong scaling, and the accelerator counts.
+    scaling: Workload
+    scaling_accelerators: tuple[int, ...]
+    scaling_warm_runs: int
+    #: Paired rounds per ablation.
+    ablation_rounds: int
+    #: Workload 5: poisoned documents.
+    w5: Workload
+    #: Workload 3: nested document -> page -> table -> page -> document.
+    w3_docs: int
+    #: Workload 4: the no-op pipeline on Ray (sources x children) and the pure core.
+    noop_sources: int
+    noop_children: int
+    core_sources: int
+    core_children: int
+    #: Simulator: accelerator counts and total pages for the extrapolation.
+    sim_accelerators: tuple[int, ...]
+    sim_pages: int
+    sim_big_pages: int = 0
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+_W1 = Workload(docs=300)
+
+SIZES: dict[str, Size] = {
+    "smoke": Size(
+        w1=replace(
+            _W1,
+            docs=6,
+            mean_pages=4,
+            accelerators=1,
+            render_replicas=1,
+            cost=CostModel.zero(),
+            input_batch_size=4,
+        ),
+        rounds=1,
+        scaling=replace(_W1, docs=6, mean_pages=4, cost=CostModel.zero()),
+        scaling_accelerators=(1, 2),
+        scaling_warm_runs=1,
+        ablation_rounds=1,
+        w5=replace(
+            _W1,
+            docs=8,
+            mean_pages=4,
+            accelerators=1,
+            render_replicas=1,
+            poison_share=0.5,
+            cost=CostModel.zero(),
+        ),
+        w3_docs=4,
+        noop_sources=20,
+        noop_children=10,
+        core_sources=200,
+        core_children=10,
+        sim_accelerators=(64,),
+        sim_pages=2_000,
+    ),
+    "default": Size(
+        w1=_W1,
+        rounds=3,
+        scaling=replace(_W1, docs=200),
+        scaling_accelerators=(1, 2, 4, 8, 16),
+        scaling_warm_runs=2,
+        ablation_rounds=3,
+        w5=replace(_W1, docs=200, poison_share=0.25, poison_ordinal=0),
+        w3_docs=60,
+        noop_sources=2000,
+        noop_children=50,
+        core_sources=20_000,
+        core_children=50,
+        sim_accelerators=(64, 128, 256, 512, 1024),
+        sim_pages=1_000_000,
+    ),
+}

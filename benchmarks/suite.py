@@ -1,0 +1,155 @@
+"""Run the whole benchmark suite and write results, tables and plots.
+
+    python -m benchmarks.suite --size default     # ~20 min on 2 cores -> docs/benchmarks/
+    python -m benchmarks.suite --size smoke --out /tmp/bench   # seconds (CI)
+
+Sections: workload 1 end to end on every installed system (cold and warm,
+median of rounds), strong scaling on this engine beside the simulator,
+ablations (FIFO, batching policy, containment on workload 5), workload 3
+(nested), engine overhead (workload 4) and the simulator's extrapolation.
+Peers that are not installed are skipped and listed in the results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from . import sections
+from .sizes import SIZES
+
+__all__ = ["main", "run_suite"]
+
+REPO = Path(__file__).resolve().parent.parent
+SECTIONS = ("overhead", "e2e", "scaling", "ablations", "nested", "simulator")
+
+
+def start_ray(accel: int = 16) -> bool:
+    """Start a local Ray (2 CPUs, ``accel`` emulated accelerators) unless one is up.
+
+    Returns whether this call started it (the caller then shuts it down)."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    # Actors import ``benchmarks`` from the repository.
+    paths = [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    ray.init(
+        num_cpus=2,
+        resources={"accel": accel},
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=True,
+        logging_level="ERROR",
+    )
+    return True
+
+
+def environment() -> dict[str, Any]:
+    load = os.getloadavg()
+    return {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "loadavg_at_start": [round(x, 2) for x in load],
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def run_suite(
+    size: str,
+    out: Path,
+    *,
+    only: tuple[str, ...] = SECTIONS,
+    systems: tuple[str, ...] | None = None,
+    plots: bool = True,
+    merge: bool = False,
+) -> dict[str, Any]:
+    """Run the chosen sections at ``size``; writes results.json (after every
+    section) and the README and plots into ``out``. Returns the results."""
+    spec = SIZES[size]
+    out.mkdir(parents=True, exist_ok=True)
+    command = "python -m benchmarks.suite " + " ".join(sys.argv[1:]) if sys.argv[1:] else ""
+    previous: dict[str, Any] = {}
+    if merge and (out / "results.json").exists():
+        previous = json.loads((out / "results.json").read_text())
+        if previous.get("size") != size:
+            raise SystemExit(f"--merge: {out}/results.json has size {previous.get('size')!r}")
+    results: dict[str, Any] = {
+        **{k: v for k, v in previous.items() if k in SECTIONS},
+        "size": size,
+        "command": command or f"python -m benchmarks.suite --size {size}",
+        "environment": environment(),
+        "versions": sections.versions(),
+        "errors": {},
+        "section_seconds": dict(previous.get("section_seconds", {})),
+    }
+    if previous:
+        results["command"] = previous.get("command", results["command"])
+        results["merged"] = [*previous.get("merged", []), command]
+    owned = start_ray()
+    t0 = time.perf_counter()
+    try:
+        for name in only:
+            began = time.perf_counter()
+            try:
+                results[name] = getattr(sections, name)(spec, results, systems=systems)
+            except Exception as exc:
+                results["errors"][name] = f"{type(exc).__name__}: {exc}"
+                traceback.print_exc()
+            results.setdefault("section_seconds", {})[name] = round(time.perf_counter() - began, 1)
+            print(f"[suite] {name}: {time.perf_counter() - began:.1f} s", flush=True)
+            _write_json(out / "results.json", results)
+    finally:
+        if owned:
+            import ray
+
+            ray.shutdown()
+    results["environment"]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    results["suite_seconds"] = round(time.perf_counter() - t0, 1)
+    _write_json(out / "results.json", results)
+    from .report import write_report
+
+    write_report(results, out, plots=plots)
+    return results
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str))
+    tmp.replace(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=sorted(SIZES), default="default")
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "benchmarks")
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    parser.add_argument(
+        "--systems", nargs="+", help="subset of systems for workload 1 (default: all installed)"
+    )
+    parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument(
+        "--merge", action="store_true", help="keep the other sections of an existing results.json"
+    )
+    args = parser.parse_args()
+    run_suite(
+        args.size,
+        args.out,
+        only=tuple(args.only),
+        systems=tuple(args.systems) if args.systems else None,
+        plots=not args.no_plots,
+        merge=args.merge,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""Workload 1 on this engine and on the paper's package (the same spelling).
+
+Both take a ``Pipeline`` of ``RayModule`` Calls: split (a Call, since the
+paper's package can only ``F.expand`` a Call's output) -> expand -> render ->
+page model -> reduce -> write. Cold runs include creating the ``Executor`` and
+its actors; warm runs reuse it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from .measure import Measurement, expected_digests, measure
+from .workload import PageModel, Render, Split, Workload, Write, make_docs
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+__all__ = ["ENGINES", "make_pipeline", "run_pair"]
+
+#: System name -> importable module with the rayorch API.
+ENGINES = {
+    "this engine": "airflow_provider_rayorch.rayorch",
+    "rayorch (paper)": "rayorch",
+}
+
+
+def make_pipeline(
+    ro: ModuleType,
+    w: Workload,
+    *,
+    ours: bool,
+    containment: bool = True,
+    batching: str | None = None,
+) -> Any:
+    """The workload-1 pipeline for ``ro``; ``batching`` is this engine's option only."""
+    failure = ro.GroupFailure if containment else ro.RecordFailure
+    extra: dict[str, Any] = {"batching": batching} if (ours and batching) else {}
+    accel = {"num_cpus": 0, "resources": {"accel": 1}}
+
+    class DocPipeline(ro.Pipeline):  # type: ignore[name-defined,misc]
+        def __init__(self) -> None:
+            self.split = (
+                ro.RayModule(Split)
+                .pre_init(w.cost)
+                .ray_options(replicas=w.split_replicas, batch_size=w.split_batch, num_cpus=0)
+            )
+            self.render = (
+                ro.RayModule(Render)
+                .pre_init(w.cost)
+                .ray_options(
+                    replicas=w.render_replicas, batch_size=w.render_batch, num_cpus=0, **extra
+                )
+            )
+            self.model = (
+                ro.RayModule(PageModel)
+                .pre_init(w.cost, failure, w.poison_ordinal)
+                .ray_options(replicas=w.accelerators, batch_size=w.model_batch, **accel, **extra)
+            )
+            self.write = (
+                ro.RayModule(Write)
+                .pre_init(w.cost)
+                .ray_options(replicas=w.write_replicas, batch_size=w.write_batch, num_cpus=0)
+            )
+
+        def forward(self, doc: Any) -> Any:
+            pages = ro.F.expand(self.split(doc))
+            return self.write(ro.F.reduce(self.model(self.render(pages))))
+
+    return DocPipeline()
+
+
+def run_pair(
+    system: str,
+    w: Workload,
+    *,
+    containment: bool = True,
+    batching: str | None = None,
+    warm_runs: int = 1,
+) -> list[Measurement]:
+    """One cold run (executor creation included) then ``warm_runs`` warm runs."""
+    ro = importlib.import_module(ENGINES[system])
+    docs = make_docs(w)
+    rows = [asdict(d) for d in docs]
+    expected = expected_digests(docs, w.poison_ordinal if w.poison_share else None)
+    pipeline = make_pipeline(
+        ro, w, ours=system == "this engine", containment=containment, batching=batching
+    )
+    kwargs = {
+        "input_batch_size": w.input_batch_size,
+        "max_active_input_batches": w.max_active_input_batches,
+    }
+    out: list[Measurement] = []
+    started = time.time()
+    executor = (
+        ro.Executor(pipeline) if system != "this engine" else ro.Executor(pipeline, progress=False)
+    )
+    with executor as ex:
+        for i in range(1 + warm_runs):
+            if i:
+                started = time.time()
+            result = ex.run(rows, **kwargs)
+            finished = time.time()
+            m = measure(
+                system,
+                "cold" if i == 0 else "warm",
+                list(result.outputs),
+                started,
+                finished,
+                expected,
+                w.accelerators,
+            )
+            m.extra.update(engine_metrics(result))
+            out.append(m)
+    return out
+
+
+def engine_metrics(result: Any) -> dict[str, Any]:
+    """The engine's own per-Call counters, when it reports them as dicts."""
+    calls = getattr(result, "calls", ())
+    figures: dict[str, Any] = {}
+    for call in calls:
+        if isinstance(call, dict):
+            figures[call["name"]] = {
+                "rpcs": call["rpcs"],
+                "mean_batch": round(call["mean_batch"], 3),
+                "busy_s": call["busy_s"],
+                "suppressed": call["suppressed"],
+                "grains": call["grains_dispatched"],
+            }
+        else:  # the paper's package: frozen CallMetrics
+            figures[str(call.udf_name)] = {
+                "rpcs": call.rpcs,
+                "mean_batch": round(call.average_batch, 3),
+                "grains": call.grain_dispatches,
+            }
+    return {"calls": figures}
+
+
+def run_variants(
+    w: Workload,
+    variants: dict[str, dict[str, Any]],
+    rounds: int,
+    contexts: dict[str, Any] | None = None,
+) -> dict[str, list[Measurement]]:
+    """Paired warm runs of this engine: one open ``Executor`` per distinct pipeline,
+    the variants alternating round after round so drift hits them alike.
+
+    ``variants`` maps a name to ``make_pipeline`` keywords; ``contexts`` maps a
+    name to a zero-argument context-manager factory entered around its runs
+    (e.g. the non-FIFO ready order).
+    """
+    from contextlib import ExitStack, nullcontext
+
+    ro = importlib.import_module(ENGINES["this engine"])
+    docs = make_docs(w)
+    rows = [asdict(d) for d in docs]
+    expected = expected_digests(docs, w.poison_ordinal if w.poison_share else None)
+    kwargs = {
+        "input_batch_size": w.input_batch_size,
+        "max_active_input_batches": w.max_active_input_batches,
+    }
+    contexts = contexts or {}
+    out: dict[str, list[Measurement]] = {name: [] for name in variants}
+    with ExitStack() as stack:
+        executors: dict[str, Any] = {}
+        by_key: dict[str, Any] = {}
+        for name, options in variants.items():
+            key = repr(sorted(options.items()))
+            if key not in by_key:
+                pipeline = make_pipeline(ro, w, ours=True, **options)
+                by_key[key] = stack.enter_context(ro.Executor(pipeline, progress=False))
+            executors[name] = by_key[key]
+        for _ in range(rounds):
+            for name, ex in executors.items():
+                factory = contexts.get(name)
+                with factory() if factory else nullcontext():
+                    started = time.time()
+                    result = ex.run(rows, **kwargs)
+                    finished = time.time()
+                m = measure(
+                    name, "warm", list(result.outputs), started, finished, expected, w.accelerators
+                )
+                m.extra.update(engine_metrics(result))
+                out[name].append(m)
+    return out
