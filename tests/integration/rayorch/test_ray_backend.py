@@ -284,3 +284,28 @@ def test_pools_asking_more_than_the_cluster_fail_fast() -> None:
 
     with pytest.raises(ResourceUnavailableError, match="together need more"):
         ro.run(Overbooked(), [1, 2], backend="ray")
+
+
+@pytest.mark.timeout(300)
+def test_a_run_starts_and_stops_its_own_ray_with_init_kwargs() -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": ""}
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.integration.rayorch.owned_ray_run"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+        start_new_session=True,
+    )
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("OWNED_RAY ")), None)
+    assert line is not None, proc.stdout[-2000:] + proc.stderr[-3000:]
+    seen = json.loads(line.split(" ", 1)[1])
+    assert seen == {"cpus": [1.0, 1.0], "inside": True, "after": False}
