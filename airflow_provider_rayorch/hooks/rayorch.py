@@ -295,16 +295,44 @@ class RayOrchHook(BaseHook):
         except RuntimeError as exc:
             raise RayOrchClusterError(f"submitting job {submission_id!r} failed: {exc}") from None
 
+    def _request(self, method: str, path: str) -> Any:
+        """One Jobs API call bounded by the connection's timeout; returns the response."""
+        import requests
+
+        address = self._require_address()
+        timeout = self.settings.timeout
+        try:
+            return requests.request(
+                method,
+                f"{address}{path}",
+                headers=self._headers(),
+                timeout=(timeout, timeout),
+                verify=self.settings.verify,
+            )
+        except requests.RequestException as exc:
+            raise RayOrchClusterError(
+                f"cannot reach the Ray Jobs API at {address} within {timeout:g}s "
+                f"({type(exc).__name__}) during {method} {path}"
+            ) from None
+
+    def _json(self, method: str, path: str) -> Any:
+        resp = self._request(method, path)
+        if resp.status_code != 200:
+            raise RayOrchClusterError(
+                f"{method} {path} failed: HTTP {resp.status_code}: {resp.text[:500]}"
+            )
+        return resp.json()
+
     def get_job_info(self, job_id: str) -> dict[str, Any] | None:
         """``{"status", "message", "metadata", ...}`` or ``None`` when no such job exists."""
-        client = self.get_conn()
-        try:
-            info = client.get_job_info(job_id)
-        except RuntimeError as exc:
-            if "404" in str(exc) or "does not exist" in str(exc):
-                return None
-            raise RayOrchClusterError(f"reading job {job_id!r} failed: {exc}") from None
-        return _info_dict(info)
+        resp = self._request("GET", f"/api/jobs/{job_id}")
+        if resp.status_code == 404:
+            return None
+        if resp.status_code != 200:
+            raise RayOrchClusterError(
+                f"reading job {job_id!r} failed: HTTP {resp.status_code}: {resp.text[:500]}"
+            )
+        return _info_dict(resp.json())
 
     def get_job_status(self, job_id: str) -> str:
         """The job's status (``PENDING``, ``RUNNING``, ``SUCCEEDED``, ``FAILED``,
@@ -314,7 +342,7 @@ class RayOrchHook(BaseHook):
 
     def find_active_job(self, run_id: str) -> str | None:
         """The submission id of a PENDING/RUNNING job of ``run_id``, if any."""
-        for info in self.get_conn().list_jobs():
+        for info in self._json("GET", "/api/jobs/"):
             data = _info_dict(info)
             if (data.get("metadata") or {}).get("rayorch_run_id") == run_id and (
                 data["status"] in ACTIVE_STATES
@@ -325,16 +353,13 @@ class RayOrchHook(BaseHook):
     def stop_job(self, job_id: str) -> bool:
         """Ask the job to stop (never deletes it: Ray deletes terminal jobs only)."""
         try:
-            return bool(self.get_conn().stop_job(job_id))
-        except RuntimeError as exc:
+            return bool(self._json("POST", f"/api/jobs/{job_id}/stop").get("stopped"))
+        except RayOrchClusterError as exc:
             self.log.warning("stopping job %s failed: %s", job_id, exc)
             return False
 
     def get_job_logs(self, job_id: str) -> str:
-        try:
-            return str(self.get_conn().get_job_logs(job_id))
-        except RuntimeError as exc:
-            raise RayOrchClusterError(f"reading logs of job {job_id!r} failed: {exc}") from None
+        return str(self._json("GET", f"/api/jobs/{job_id}/logs").get("logs", ""))
 
     def dashboard_job_url(self, job_id: str) -> str | None:
         base = self.settings.dashboard_url or self.settings.address

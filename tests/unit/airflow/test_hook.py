@@ -144,3 +144,74 @@ def test_async_job_info_unreachable(monkeypatch) -> None:
     hook = RayOrchHook(address=f"http://127.0.0.1:{_closed_port()}", timeout=2)
     with pytest.raises(RayOrchClusterError):
         asyncio.run(hook.aget_job_status("j"))
+
+
+@pytest.fixture
+def fake_jobs_api():
+    """A tiny Jobs API on loopback that records the Authorization header it got."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[str] = []
+    jobs = {
+        "j1": {
+            "status": "RUNNING",
+            "submission_id": "j1",
+            "message": "",
+            "metadata": {"rayorch_run_id": "run-a"},
+        }
+    }
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):  # quiet
+            pass
+
+        def _send(self, code, body):
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            seen.append(self.headers.get("Authorization", ""))
+            parts = self.path.strip("/").split("/")
+            if self.path == "/api/version":
+                self._send(200, {"ray_version": "2.60.0"})
+            elif self.path == "/api/jobs/":
+                self._send(200, list(jobs.values()))
+            elif len(parts) == 3 and parts[2] in jobs:
+                self._send(200, jobs[parts[2]])
+            elif len(parts) == 4 and parts[3] == "logs":
+                self._send(200, {"logs": "hello\n"})
+            else:
+                self._send(404, {"error": "no such job"})
+
+        def do_POST(self):
+            seen.append(self.headers.get("Authorization", ""))
+            self._send(200, {"stopped": True})
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    server.shutdown()
+
+
+def test_jobs_api_calls_send_the_token(monkeypatch, fake_jobs_api) -> None:
+    address, seen = fake_jobs_api
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_RO_FAKE",
+        json.dumps({"conn_type": "rayorch", "host": address, "password": "tok-abcdefgh"}),
+    )
+    hook = RayOrchHook("ro_fake")
+    assert hook.check_reachable() == "2.60.0"
+    assert hook.get_job_status("j1") == "RUNNING"
+    assert hook.get_job_status("nope") == "MISSING"
+    assert hook.find_active_job("run-a") == "j1"
+    assert hook.find_active_job("run-b") is None
+    assert hook.get_job_logs("j1") == "hello\n"
+    assert hook.stop_job("j1") is True
+    assert seen
+    assert set(seen) == {"Bearer tok-abcdefgh"}
