@@ -335,7 +335,7 @@ def _simulator(s: dict[str, Any] | None) -> list[str]:
             _f(p["busy_fraction"], 2, pct=True),
             _f(p["batch_fill"], 1),
             _f(p["driver_busy_fraction"], 2, pct=True),
-            _f(p["driver_10x_fraction_of_ideal"], 2, pct=True),
+            _f(p.get("driver_10x_fraction_of_ideal"), 2, pct=True),
             _f(p["wall_s"], 1),
         ]
         for p in s["extrapolation"]
