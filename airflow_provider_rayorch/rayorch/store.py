@@ -195,10 +195,15 @@ def _encode_values(values: Sequence[Any]) -> tuple[pa.Array, str]:
     """The ``value`` column: native if pyarrow round-trips the values exactly, else JSON."""
     try:
         native = pa.array(list(values))
-        if native.to_pylist() == list(values):
+        # repr, not ==: 1 == 1.0, but an int must not come back as a float
+        if repr(native.to_pylist()) == repr(list(values)):
             return native, "native"
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         pass
+    return _json_column(values)
+
+
+def _json_column(values: Sequence[Any]) -> tuple[pa.Array, str]:
     text = [None if v is None else json.dumps(v, default=_json_default) for v in values]
     return pa.array(text, type=pa.string()), "json"
 
@@ -314,7 +319,25 @@ class RunStore:
         ``rows`` holds ``(outcome, cause, value)`` per source row in order.
         """
         values = [value if outcome == "present" else None for outcome, _, value in rows]
+        path = self._path(run_id, "outputs", f"mb-{index:05d}", f"{port}.parquet")
+        self.fs.create_dir(posixpath.dirname(path), recursive=True)
         value_col, encoding = _encode_values(values)
+        try:
+            self._write_table(path, first_source, rows, value_col, encoding)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+            # Parquet cannot hold every Arrow type (an empty struct, ...): fall back to JSON
+            value_col, encoding = _json_column(values)
+            self._write_table(path, first_source, rows, value_col, encoding)
+        return _join_uri(self.outputs_uri(run_id, index), f"{port}.parquet")
+
+    def _write_table(
+        self,
+        path: str,
+        first_source: int,
+        rows: Sequence[tuple[str, str | None, Any]],
+        value_col: pa.Array,
+        encoding: str,
+    ) -> None:
         table = pa.table(
             {
                 "source": pa.array(range(first_source, first_source + len(rows)), pa.int64()),
@@ -323,11 +346,8 @@ class RunStore:
                 "value": value_col,
             }
         ).replace_schema_metadata({ENCODING_KEY: encoding.encode()})
-        path = self._path(run_id, "outputs", f"mb-{index:05d}", f"{port}.parquet")
-        self.fs.create_dir(posixpath.dirname(path), recursive=True)
         # A half-written output file is harmless: without a manifest it is rewritten.
         pq.write_table(table, path, filesystem=self.fs)
-        return _join_uri(self.outputs_uri(run_id, index), f"{port}.parquet")
 
     def commit_microbatch(self, run_id: str, index: int, manifest: dict[str, Any]) -> None:
         """Write a microbatch manifest atomically; from now on the microbatch is committed."""

@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from airflow_provider_rayorch.rayorch.store import (
     ENCODING_KEY,
@@ -126,3 +128,29 @@ def test_glob_uris_with_mtime_window(tmp_path) -> None:
     assert glob_uris(f"{tmp_path}/*.pdf", modified_after=after) == [f"{tmp_path}/b.pdf"]
     assert glob_uris(f"file://{tmp_path}/*.txt") == [f"file://{tmp_path}/c.txt"]
     assert glob_uris(f"{tmp_path}/nothing/*.pdf") == []
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**62), max_value=2**62)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(values=st.lists(_json_values, min_size=1, max_size=6))
+def test_outputs_roundtrip_any_json_values(tmp_path_factory, values) -> None:
+    store = RunStore(str(tmp_path_factory.mktemp("rt")))
+    rows = [("present", None, v) for v in values]
+    store.write_outputs("r", 0, "out", 0, rows)
+    store.commit_microbatch("r", 0, {})
+    got = [r["value"] for r in store.read_outputs("r")]
+    assert repr(got) == repr(values)
