@@ -788,3 +788,117 @@ SCHEDULES = [
 def test_outputs_do_not_depend_on_the_schedule(opts: dict, run_opts: dict) -> None:
     baseline = local(Mixed(1, 1, "any_parent"), MIXED_DOCS).outputs
     assert local(Mixed(**opts), MIXED_DOCS, **run_opts).outputs == baseline
+
+
+# =============================================================================
+# Running: Executor, stream, metrics, lineage, worker loss
+# =============================================================================
+class Counted:
+    inits: ClassVar[list[Any]] = []
+
+    def __init__(self, scale: int = 1) -> None:
+        self.scale = scale
+        Counted.inits.append(scale)
+
+    def run(self, xs: list[Any], *, offset: int = 0) -> list[Any]:
+        return [x * self.scale + offset for x in xs]
+
+
+class Scaled(ro.Pipeline):
+    def __init__(self, replicas: int = 2) -> None:
+        self.scale = (
+            ro.RayModule(Counted).pre_init(scale=10).ray_options(replicas=replicas, batch_size=2)
+        )
+
+    def forward(self, x: ro.Port) -> ro.Port:
+        return self.scale(x, offset=1)
+
+
+def test_executor_keeps_udf_instances_warm_across_runs() -> None:
+    Counted.inits = []
+    with ro.Executor(Scaled(replicas=3), backend="local") as executor:
+        assert executor.run([1, 2]).outputs == [11, 21]
+        assert executor.run([3]).outputs == [31]
+    assert Counted.inits == [10, 10, 10]  # pre_init args, once per replica
+
+
+def test_run_sets_up_each_replica_once() -> None:
+    Counted.inits = []
+    assert local(Scaled(replicas=2), [1, 2, 3, 4, 5]).outputs == [11, 21, 31, 41, 51]
+    assert Counted.inits == [10, 10]
+
+
+def test_stream_yields_each_microbatch() -> None:
+    with ro.Executor(Scaled(), backend="local") as executor:
+        parts = list(executor.stream([1, 2, 3, 4, 5], input_batch_size=2))
+    assert [(p.index, p.first_source, p.count) for p in parts] == [(0, 0, 2), (1, 2, 2), (2, 4, 1)]
+    assert [p.outputs for p in parts] == [[11, 21], [31, 41], [51]]
+    assert parts[0].lineage()["microbatch"] == {"index": 0, "first_source": 0, "count": 2}
+
+
+def test_several_source_columns() -> None:
+    class P(ro.Pipeline):
+        def __init__(self) -> None:
+            self.tag = ro.RayModule(Tag)
+
+        def forward(self, page: ro.Port, label: ro.Port) -> ro.Port:
+            return self.tag(page, label)
+
+    assert local(P(), [1, 2], ["a", "b"]).outputs == ["a:1", "b:2"]
+
+
+def test_call_metrics_and_lineage_summary() -> None:
+    import json
+
+    result = local(Pages({0: [1, "rf:x"], 1: [2, 3, 4]}, batch_size=2), [0, 1])
+    rows = next(c for c in result.calls if c["name"] == "rows")
+    assert rows["grains_dispatched"] == 5
+    assert rows["rpcs"] == 3
+    assert rows["batch_sizes"] == {"1": 1, "2": 2}
+    assert rows["failed"] == 1
+    summary = result.lineage()
+    assert json.loads(json.dumps(summary)) == summary
+    assert summary["sources"] == {
+        "total": 2,
+        "present": 1,
+        "dropped": 0,
+        "failed": 0,
+        "suppressed": 1,
+    }
+    assert summary["entities"] == {"doc": 2, "page": 5}
+    assert summary["failures"] == [
+        {"source": 0, "outcome": "suppressed", "cause": "doc[0]/page[1]: rf:x"}
+    ]
+    assert summary["state"] == "failed"
+    assert result.lineage(max_failed_ratio=0.5)["state"] == "success"
+
+
+def test_chaos_reports_are_counted_never_raised() -> None:
+    chaos = Chaos(seed=7, duplicate=0.9, lose_worker=0.3, max_losses=3)
+    result = local(
+        Pages({i: list(range(i)) for i in range(8)}, batch_size=2, replicas=2),
+        list(range(8)),
+        chaos=chaos,
+    )
+    assert result.outputs == [list(range(i)) for i in range(8)]
+    assert result.metrics["duplicate_reports"] > 0
+    assert result.metrics["workers_lost"] == 3
+
+
+def test_infra_retries_exhausted_fail_the_lost_rows() -> None:
+    # every step loses the worker of the first pending batch, once: its rows FAIL
+    chaos = Chaos(seed=0, shuffle=False, lose_worker=1.0, max_losses=1)
+    result = local(
+        Flat(batch_size=2, recovery=ro.RecoveryPolicy.retry_batch(infra_retries=0)),
+        [1, 2, 3],
+        chaos=chaos,
+    )
+    cause = "worker killed by chaos (infra_retries=0 exhausted)"
+    assert result.outputs == [issue(FL, f"pdf[0]: {cause}"), issue(FL, f"pdf[1]: {cause}"), 3]
+
+
+def test_within_the_infra_budget_worker_loss_changes_nothing() -> None:
+    chaos = Chaos(seed=0, shuffle=False, lose_worker=1.0, max_losses=3)
+    result = local(Flat(batch_size=2), [1, "rf:x", 3], chaos=chaos)
+    assert result.outputs == [1, issue(FL, "pdf[1]: rf:x"), 3]
+    assert result.metrics["workers_lost"] == 3
