@@ -605,3 +605,53 @@ def test_isolate_tail_never_fails_a_healthy_row_after_worker_loss() -> None:
     drain(core, out, poison={"p", "q"})
     done = core.done[0].outputs[0]
     assert done[0] == "A"  # the healthy row must not FAIL
+
+
+# =============================================================================
+# The transition table
+# =============================================================================
+def test_the_transition_table() -> None:
+    from airflow_provider_rayorch.rayorch.runtime.phases import TRANSITIONS, GrainEvent, GrainPhase
+
+    R, F, D, S = GrainPhase.READY, GrainPhase.IN_FLIGHT, GrainPhase.DONE, GrainPhase.SUPPRESSED
+    assert TRANSITIONS == {
+        (R, GrainEvent.DISPATCH): F,
+        (R, GrainEvent.SUPPRESS): S,
+        (F, GrainEvent.COMMIT): D,
+        (F, GrainEvent.RETRY): R,
+        (F, GrainEvent.SUPPRESS): S,
+    }
+    # DONE and SUPPRESSED are terminal
+    assert not [key for key in TRANSITIONS if key[0] in (D, S)]
+
+
+@pytest.mark.parametrize(
+    ("event", "phase"),
+    [
+        pytest.param("COMMIT", "done", id="commit-twice"),
+        pytest.param("DISPATCH", "done", id="dispatch-a-committed-grain"),
+        pytest.param("RETRY", "done", id="retry-a-committed-grain"),
+        pytest.param("SUPPRESS", "done", id="suppress-a-committed-grain"),
+    ],
+)
+def test_an_illegal_transition_raises_with_the_grains_story(event: str, phase: str) -> None:
+    from airflow_provider_rayorch.rayorch.runtime.phases import GrainEvent, move
+
+    core, _ = make(Flat(recovery=ro.RecoveryPolicy.retry_batch(max_retries=1)), ["a"])
+    batch = core._batches[1]
+    grain = batch.grains[0]
+    out = core.handle(BatchRaised(1, "E: x"))
+    finish(core, d(out)[0][0], ["A"])
+    with pytest.raises(ro.InvalidTransition) as info:
+        move(grain, GrainEvent[event])
+    err = info.value
+    assert (err.phase, err.event) == (phase, event.lower())
+    assert err.story == (
+        "created ready",
+        "dispatch (generation 1)",
+        "retry",
+        "dispatch (generation 2)",
+        "commit",
+    )
+    assert "Grain rows@doc[0] (generation 2)" in str(err)
+    assert grain.phase.value == "done"  # unchanged
