@@ -56,6 +56,27 @@ def _driver_exit_error(code: int, message: str) -> Exception:
     return RayOrchJobFailed(message)
 
 
+def _prctl() -> Any:
+    """libc's prctl, loaded in the parent (a preexec_fn must not import anything)."""
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+
+
+def _die_with_parent_fn() -> Any:
+    """A preexec_fn giving the embedded driver SIGTERM when the task process dies, so
+    an orphaned driver never races a retry's driver on the same run (Linux only)."""
+    prctl = _prctl()
+    if prctl is None:
+        return None
+    pr_set_pdeathsig, sigterm = 1, int(signal.SIGTERM)
+
+    def preexec() -> None:
+        prctl(pr_set_pdeathsig, sigterm)
+
+    return preexec
+
+
 def _error_line(text: str) -> dict[str, Any] | None:
     for line in reversed(text.splitlines()):
         _, marker, payload = line.partition("RAYORCH_ERROR ")
@@ -275,6 +296,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
+            preexec_fn=_die_with_parent_fn(),
         )
         tail: list[str] = []
         assert self._proc.stdout is not None

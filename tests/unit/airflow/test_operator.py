@@ -346,3 +346,36 @@ def test_openlineage_is_optional(tmp_path) -> None:
         assert facets is None
     else:
         assert facets.outputs
+
+
+def test_embedded_driver_dies_with_its_task_process(tmp_path) -> None:
+    """A driver orphaned by a dead worker must not race the retry's driver."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import subprocess, sys, time\n"
+        "from airflow_provider_rayorch.operators.rayorch import _die_with_parent_fn\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],\n"
+        "                         start_new_session=True, preexec_fn=_die_with_parent_fn())\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    child_pid = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child_pid, 0)
+        except ProcessLookupError:
+            break
+        with open(f"/proc/{child_pid}/stat") as f:
+            if f.read().split()[2] == "Z":
+                break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the driver outlived its task process")
