@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import deque
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -298,12 +299,11 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             start_new_session=True,
             preexec_fn=_die_with_parent_fn(),
         )
-        tail: list[str] = []
+        tail: deque[str] = deque(maxlen=200)
         assert self._proc.stdout is not None
         for line in self._proc.stdout:
-            line = line.rstrip("\n")
-            self.log.info("[driver] %s", line)
-            tail = [*tail[-200:], line]
+            tail.append(line.rstrip("\n"))
+            self.log.info("[driver] %s", tail[-1])
         code = self._proc.wait()
         self._proc = None
         if code != 0:
