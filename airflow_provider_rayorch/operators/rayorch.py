@@ -308,7 +308,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         self._proc = None
         if code != 0:
             error = _error_line("\n".join(tail)) or {}
-            message = error.get("message") or "\n".join(tail[-20:])
+            message = error.get("message") or "\n".join(list(tail)[-20:])
             raise _driver_exit_error(code, f"driver exited with code {code}: {message}")
 
     # -- ResumableJobMixin -------------------------------------------------------------
