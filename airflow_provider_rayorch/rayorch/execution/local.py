@@ -7,20 +7,17 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ExecutionError
 from ..runtime.events import (
-    Abort,
     BatchFinished,
     BatchRaised,
     BatchRejected,
     Dispatch,
     Event,
-    MicrobatchDone,
-    RunFinished,
     WorkerAdded,
     WorkerLost,
 )
 from ..runtime.lineage import ValueOps
+from .driving import drive
 from .worker import instantiate, run_batch
 
 if TYPE_CHECKING:
@@ -87,29 +84,14 @@ class LocalBackend:
         rng = random.Random(self.chaos.seed) if self.chaos else None
         pending: deque[Dispatch] = deque()
         late: list[Event] = []
-        commands = []
-        for worker in list(self._instances):
-            commands += core.handle(
-                WorkerAdded(worker, self._module_of[worker], self._capacity(rng))
-            )
-        commands += core.start()
-        while True:
-            for command in commands:
-                kind = type(command)
-                if kind is Dispatch:
-                    pending.append(command)  # type: ignore[arg-type]
-                elif kind is MicrobatchDone:
-                    yield command.microbatch  # type: ignore[union-attr]
-                elif kind is Abort:
-                    raise command.error  # type: ignore[union-attr]
-                elif kind is RunFinished:
-                    return
-            if not pending:
-                raise ExecutionError(
-                    f"the run stalled with {core.ready_grains()} ready Grains and no batch in "
-                    "flight; this is a bug in the engine, please report it"
-                )
-            commands = self._step(core, pending, late, rng)
+        workers = [(w, self._module_of[w], self._capacity(rng)) for w in list(self._instances)]
+        yield from drive(
+            core,
+            workers,
+            submit=pending.append,
+            advance=lambda: self._step(core, pending, late, rng),
+            has_work=lambda: bool(pending),
+        )
 
     def _capacity(self, rng: random.Random | None) -> int | None:
         return None if rng is None else rng.choice((1, 2, 3))

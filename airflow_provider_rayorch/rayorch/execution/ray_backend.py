@@ -24,17 +24,15 @@ from ray.exceptions import GetTimeoutError, RayActorError
 from ..errors import ExecutionError, ResourceUnavailableError
 from ..program.plan import NodeKind, Plan
 from ..runtime.events import (
-    Abort,
     BatchFinished,
     BatchRaised,
     BatchRejected,
     Dispatch,
     Event,
-    MicrobatchDone,
-    RunFinished,
     WorkerAdded,
     WorkerLost,
 )
+from .driving import drive
 from .ray_worker import PoolWorker
 from .remote_values import Box, RayValues, RemoteValue, collect_boxes, materialize
 
@@ -238,30 +236,15 @@ class RayBackend:
     # -- driving ------------------------------------------------------------------
     def drive(self, core: Core) -> Iterator[Microbatch]:
         inflight: dict[Any, _InFlight] = {}
-        commands: list[Any] = []
-        for key, module_id in self._module_of.items():
-            if key in self._actors:
-                commands += core.handle(WorkerAdded(key, module_id))
-        commands += core.start()
-        while True:
-            for command in commands:
-                kind = type(command)
-                if kind is Dispatch:
-                    self._submit(command, inflight)
-                elif kind is MicrobatchDone:
-                    mb = command.microbatch
-                    self._materialize_outputs(mb)
-                    yield mb
-                elif kind is Abort:
-                    raise command.error
-                elif kind is RunFinished:
-                    return
-            if not inflight:
-                raise ExecutionError(
-                    f"the run stalled with {core.ready_grains()} ready Grains and no batch in "
-                    "flight; this is a bug in the engine, please report it"
-                )
-            commands = self._collect(core, inflight)
+        workers = [(k, m, None) for k, m in self._module_of.items() if k in self._actors]
+        yield from drive(
+            core,
+            workers,
+            submit=lambda command: self._submit(command, inflight),
+            advance=lambda: self._collect(core, inflight),
+            has_work=lambda: bool(inflight),
+            deliver=self._materialize_outputs,
+        )
 
     def _submit(self, command: Dispatch, inflight: dict[Any, _InFlight], attempts: int = 0) -> None:
         actor = self._actors.get(command.worker)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CompileError
@@ -31,15 +32,30 @@ def compile_pipeline(pipeline: Pipeline) -> Plan:
         try:
             returned = pipeline.forward(*ports)
         except ValueError as exc:
-            multi = trace.last_multi_output
-            if "unpack" in str(exc) and multi is not None:
+            blamed = _unpacked_calls(trace, str(exc))
+            if blamed:
                 raise CompileError(
-                    f"Call {multi.call!r} returns {len(multi)} Ports (returns({len(multi)})) "
-                    f"but forward() unpacked a different number: {exc}"
+                    f"{blamed} but forward() unpacked a different number: {exc}"
                 ) from None
             raise
     outputs = _outputs(trace, returned, owner)
     return _lower(trace, outputs, owner)
+
+
+def _unpacked_calls(trace: Trace, message: str) -> str | None:
+    """Which returns(k) Call(s) a failed unpacking (``message``) can be about."""
+    if "unpack" not in message or not trace.multi_outputs:
+        return None
+    numbers = [int(n) for n in re.findall(r"\d+", message)]
+    if "not enough" in message and len(numbers) >= 2:
+        fits = [o for o in trace.multi_outputs if len(o) == numbers[-1]]
+    elif "too many" in message and numbers:
+        fits = [o for o in trace.multi_outputs if len(o) > numbers[0]]
+    else:
+        fits = []
+    fits = fits or trace.multi_outputs
+    calls = " or ".join(f"Call {o.call!r} returns {len(o)} Ports (returns({len(o)}))" for o in fits)
+    return calls
 
 
 def _source_parameters(pipeline: Pipeline, owner: str) -> list[str]:

@@ -132,7 +132,7 @@ class RayModule:
             return trace.new_port(node, domain, name)
         outs = CallOutputs(trace.new_port(node, domain, f"{name}[{i}]") for i in range(k))
         outs.call = name
-        trace.last_multi_output = outs
+        trace.multi_outputs.append(outs)
         return outs
 
     def _check_signature(self, name: str, n_ports: int, kwargs: dict[str, Any]) -> None:

@@ -130,7 +130,8 @@ class Trace:
         self.ports: list[Port] = []
         self.module_names: dict[int, str] = {}
         self.call_counts: dict[str, int] = {}
-        self.last_multi_output: CallOutputs | None = None
+        #: Outputs of every Call declared with returns(k), to explain unpacking errors.
+        self.multi_outputs: list[CallOutputs] = []
 
     # -- building -------------------------------------------------------------
     def new_domain(

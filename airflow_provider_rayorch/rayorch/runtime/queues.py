@@ -48,11 +48,7 @@ class ReadyQueue:
         entry = (grain, grain.gen)
         self._order.append(entry)
         if self.single_parent:
-            key = grain.entity.parent
-            bucket = self._by_parent.get(key)
-            if bucket is None:
-                bucket = self._by_parent[key] = deque()
-            bucket.append(entry)
+            self._bucket(grain).append(entry)
 
     def push_front(self, grains: list[Grain]) -> None:
         """Queue ``grains`` (in order) ahead of everything else, loose."""
@@ -60,11 +56,15 @@ class ReadyQueue:
             entry = (grain, grain.gen)
             self._order.appendleft(entry)
             if self.single_parent:
-                key = grain.entity.parent
-                bucket = self._by_parent.get(key)
-                if bucket is None:
-                    bucket = self._by_parent[key] = deque()
-                bucket.appendleft(entry)
+                self._bucket(grain).appendleft(entry)
+
+    def _bucket(self, grain: Grain) -> deque[_Entry]:
+        """The sibling bucket of ``grain``'s parent (made on first use)."""
+        key = grain.entity.parent
+        bucket = self._by_parent.get(key)
+        if bucket is None:
+            bucket = self._by_parent[key] = deque()
+        return bucket
 
     def pin(self, grains: list[Grain], *, front: bool) -> None:
         """Queue ``grains`` as one batch of their own, at the front or the back."""

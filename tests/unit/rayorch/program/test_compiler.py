@@ -235,11 +235,6 @@ def test_unpacking_a_different_number_of_outputs(unpack: int, message: str) -> N
         pipeline(forward, two=ro.RayModule(One).returns(2)).compile()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: compiler.py compile_pipeline blames trace.last_multi_output, the "
-    "last returns(k) Call traced, not the Call whose outputs were unpacked",
-)
 def test_unpacking_names_the_call_unpacked_not_the_last_one() -> None:
     def forward(s: Any, doc: ro.Port) -> Any:
         first = s.two(doc)

@@ -1,0 +1,57 @@
+"""The command loop every backend shares: how a backend drives the core."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ExecutionError
+from ..runtime.events import Abort, Dispatch, MicrobatchDone, RunFinished, WorkerAdded
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+
+    from ..runtime.core import Core, Microbatch
+
+__all__ = ["drive"]
+
+
+def drive(
+    core: Core,
+    workers: Iterable[tuple[Any, int, int | None]],
+    *,
+    submit: Callable[[Dispatch], None],
+    advance: Callable[[], list[Any]],
+    has_work: Callable[[], bool],
+    deliver: Callable[[Microbatch], None] | None = None,
+) -> Iterator[Microbatch]:
+    """Register ``workers`` (id, module, capacity), start ``core`` and carry out its
+    commands until the run finishes, yielding microbatches as they complete.
+
+    ``submit`` starts a batch, ``advance`` waits for (or runs) batches and returns the
+    commands their events produced, ``has_work`` tells whether batches are pending,
+    ``deliver`` prepares a finished microbatch (e.g. fetches remote outputs).
+    """
+    commands: list[Any] = []
+    for worker, module, capacity in workers:
+        commands += core.handle(WorkerAdded(worker, module, capacity))
+    commands += core.start()
+    while True:
+        for command in commands:
+            kind = type(command)
+            if kind is Dispatch:
+                submit(command)
+            elif kind is MicrobatchDone:
+                microbatch = command.microbatch
+                if deliver is not None:
+                    deliver(microbatch)
+                yield microbatch
+            elif kind is Abort:
+                raise command.error
+            elif kind is RunFinished:
+                return
+        if not has_work():
+            raise ExecutionError(
+                f"the run stalled with {core.ready_grains()} ready Grains and no batch in "
+                "flight; this is a bug in the engine, please report it"
+            )
+        commands = advance()
