@@ -10,11 +10,9 @@ Mark a test ``no_core_invariants`` when it breaks a core on purpose.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from hypothesis import settings
 
 from airflow_provider_rayorch.rayorch.runtime.core import Core
 
@@ -22,10 +20,6 @@ from .support import check_core
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
-settings.register_profile("dev", deadline=None)
-settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 import airflow_provider_rayorch.rayorch as ro
@@ -14,6 +15,14 @@ if TYPE_CHECKING:
 
     from airflow_provider_rayorch.rayorch.runtime.core import Core
     from airflow_provider_rayorch.rayorch.runtime.lineage import Entity, Grain
+
+#: Hypothesis settings of every engine test: no deadline (CI machines are noisy);
+#: derandomized in CI so a red build is reproducible.
+HYPOTHESIS: dict[str, Any] = {
+    "deadline": None,
+    "derandomize": bool(os.environ.get("CI")),
+    "print_blob": True,
+}
 
 R, F, D, S = (
     GrainPhase.READY,

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.execution.local import Chaos
 
-from .support import check_core
+from .support import HYPOTHESIS, check_core
 
 ROOT = "doc"
 CI = bool(os.environ.get("CI"))
@@ -769,7 +769,7 @@ sources_st = st.lists(st.integers(0, 49), min_size=0, max_size=10)
 
 SETTINGS = settings(
     max_examples=300 if CI else 150,
-    deadline=None,
+    **HYPOTHESIS,
     suppress_health_check=[
         HealthCheck.too_slow,
         HealthCheck.data_too_large,

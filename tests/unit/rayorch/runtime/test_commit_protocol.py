@@ -41,7 +41,7 @@ from airflow_provider_rayorch.rayorch.runtime.events import (
 )
 from airflow_provider_rayorch.rayorch.runtime.lineage import PENDING
 
-from ..support import Identity, check_core, check_finished
+from ..support import HYPOTHESIS, Identity, check_core, check_finished
 
 policies = st.builds(
     lambda make, retries, infra: make(max_retries=retries, infra_retries=infra),
@@ -284,7 +284,7 @@ class CommitProtocol(RuleBasedStateMachine):
 CommitProtocol.TestCase.settings = settings(
     max_examples=150,
     stateful_step_count=40,
-    deadline=None,
+    **HYPOTHESIS,
     suppress_health_check=[HealthCheck.too_slow],
 )
 test_commit_protocol = CommitProtocol.TestCase
