@@ -34,6 +34,7 @@ def main() -> None:
                 "state": str(getattr(ti.state, "value", ti.state)),
                 "try_number": ti.try_number,
                 "rendered_map_index": ti.rendered_map_index,
+                "end_date": ti.end_date.timestamp() if ti.end_date else None,
             }
             for ti in tis
         }

@@ -33,7 +33,9 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait(10)
 
 
-def test_microbatch_sensors_deferred_to_a_real_triggerer(cluster_env, e2e_root) -> None:
+def test_microbatch_sensors_deferred_to_a_real_triggerer(
+    cluster_env, e2e_root, ray_head, ray_token
+) -> None:
     port = closed_port()
     env = {
         **cluster_env,
@@ -76,3 +78,15 @@ def test_microbatch_sensors_deferred_to_a_real_triggerer(cluster_env, e2e_root) 
     pattern = "run_id=*/task_id=docs.microbatch/map_index=*/*.trigger.*.log"
     fired = [p for p in task_logs.glob(pattern) if "Trigger fired event" in p.read_text()]
     assert fired, (logs / "triggerer.log").read_text()[-4000:]
+    # microbatch 0's task succeeded as soon as it committed, before the run ended
+    from ray.job_submission import JobSubmissionClient
+
+    client = JobSubmissionClient(
+        ray_head["address"], headers={"Authorization": f"Bearer {ray_token}"}
+    )
+    [job] = [
+        j
+        for j in client.list_jobs()
+        if (j.metadata or {}).get("airflow_run_id") == result["run_id"]
+    ]
+    assert tasks["docs.microbatch[0]"]["end_date"] * 1000 < job.end_time
