@@ -17,6 +17,7 @@ from airflow.sdk import AssetAlias, BaseOperator, ResumableJobMixin
 from airflow.sdk.configuration import conf
 
 from airflow_provider_rayorch.exceptions import (
+    RayOrchClusterError,
     RayOrchCompileFailed,
     RayOrchFailedRatioExceeded,
     RayOrchJobFailed,
@@ -26,7 +27,7 @@ from airflow_provider_rayorch.exceptions import (
 from airflow_provider_rayorch.hooks.rayorch import ACTIVE_STATES, RayOrchHook
 from airflow_provider_rayorch.links.rayorch import JOB_URL_KEY, RayJobLink
 from airflow_provider_rayorch.operators import _common
-from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger
+from airflow_provider_rayorch.triggers.rayorch import MAX_POLL_ERRORS, RayOrchJobTrigger
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -390,9 +391,20 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
 
     def _poll(self, job_id: str, context: Context) -> None:
         store, run_id = self._store(), self._run_id(context)
-        printed, seen = 0, -1
+        printed, seen, errors = 0, -1, 0
         while True:
-            info = self.hook.get_job_info(job_id)
+            try:
+                info = self.hook.get_job_info(job_id)
+                errors = 0
+            except RayOrchClusterError as exc:  # tolerate a few transient failures
+                errors += 1
+                if errors >= MAX_POLL_ERRORS:
+                    raise
+                self.log.warning(
+                    "polling job %s failed (%d/%d): %s", job_id, errors, MAX_POLL_ERRORS, exc
+                )
+                time.sleep(self.poll_interval)
+                continue
             status = "MISSING" if info is None else info["status"]
             committed = len(store.committed(run_id))
             if committed != seen:

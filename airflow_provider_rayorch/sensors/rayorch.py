@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
 from airflow_provider_rayorch.exceptions import (
+    RayOrchClusterError,
     RayOrchFailedRatioExceeded,
     RayOrchJobFailed,
 )
@@ -134,7 +135,11 @@ class RayOrchMicrobatchSensor(BaseSensorOperator):
         store = self._store()
         manifest = store.read_manifest(self.run_id, self.index)
         if manifest is None and self.job_id:
-            status = self.hook.get_job_status(self.job_id)
+            try:
+                status = self.hook.get_job_status(self.job_id)
+            except RayOrchClusterError as exc:  # transient: the sensor's timeout bounds it
+                self.log.warning("job %s status unavailable: %s", self.job_id, exc)
+                return PokeReturnValue(is_done=False)
             if status in TERMINAL_STATES or status == "MISSING":
                 manifest = store.read_manifest(self.run_id, self.index)
                 if manifest is None:

@@ -379,3 +379,36 @@ def test_embedded_driver_dies_with_its_task_process(tmp_path) -> None:
         time.sleep(0.05)
     else:
         raise AssertionError("the driver outlived its task process")
+
+
+def test_sync_poll_tolerates_transient_cluster_errors(tmp_path, fake_engine) -> None:
+    hook = _hook(tmp_path)
+    _cluster_runs_driver(tmp_path, hook, statuses=("RUNNING", "RUNNING", "SUCCEEDED"))
+    real_info = hook.get_job_info.side_effect
+    calls = {"n": 0}
+
+    def flaky(job_id):
+        calls["n"] += 1
+        if calls["n"] in (3, 4):  # two polls in a row fail
+            raise RayOrchClusterError("connection reset")
+        return real_info(job_id)
+
+    hook.get_job_info.side_effect = flaky
+    assert _op(tmp_path, hook).execute(_context()[0])["state"] == "success"
+
+
+def test_sync_poll_gives_up_after_repeated_cluster_errors(tmp_path, fake_engine) -> None:
+    hook = _hook(tmp_path)
+    _cluster_runs_driver(tmp_path, hook)
+    real_info = hook.get_job_info.side_effect
+    calls = {"n": 0}
+
+    def down(job_id):
+        calls["n"] += 1
+        if calls["n"] >= 3:
+            raise RayOrchClusterError("cannot reach")
+        return real_info(job_id)
+
+    hook.get_job_info.side_effect = down
+    with pytest.raises(RayOrchClusterError, match="cannot reach"):
+        _op(tmp_path, hook).execute(_context()[0])
