@@ -119,3 +119,15 @@ def test_airflow_plugins_lists_the_plugin(tmp_path: Path) -> None:
     assert '"name": "rayorch"' in out, out
     assert "RayOrch run reports" in out
     assert "rayorch-task-instance" in out
+
+
+@pytest.mark.parametrize(
+    "path", ["/", "/ti?dag_id=d&run_id=r&task_id=t", "/dagrun?dag_id=d&run_id=r"]
+)
+def test_pages_require_a_logged_in_user(path: str) -> None:
+    from fastapi.testclient import TestClient
+
+    from airflow_provider_rayorch.plugins.app import app
+
+    response = TestClient(app).get(path)
+    assert response.status_code == 401

@@ -1,0 +1,121 @@
+"""Helpers of the browser test: headless Debian chromium through selenium, an
+Airflow API server on loopback, screenshots as artefacts."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from typing import TYPE_CHECKING, Any
+
+import requests
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
+
+CHROMIUM_ARGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1440,1000",
+)
+INSTALL_HINT = "run `bash scripts/install-browser.sh`"
+
+
+def missing_browser() -> str | None:
+    """Why the browser test cannot run here, or None."""
+    for tool in ("chromium", "chromedriver"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed: {INSTALL_HINT}"
+    if importlib.util.find_spec("selenium") is None:
+        return f"selenium is not installed: {INSTALL_HINT}"
+    return None
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator[Any]:
+    """A headless chromium (fresh profile) driven by chromedriver; always quit."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="rayorch-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(shutil.which("chromium"))
+    for arg in (*CHROMIUM_ARGS, f"--user-data-dir={profile}"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(options=options, service=Service(str(shutil.which("chromedriver"))))
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def wait_until(
+    condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.25
+) -> Any:
+    """Poll ``condition`` until it returns something truthy; fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    last: BaseException | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = condition()
+        except Exception as exc:  # a page still rendering: retry until the deadline
+            value, last = None, exc
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(
+        f"timed out after {timeout}s waiting for {what}" + (f": {last!r}" if last else "")
+    )
+
+
+def start_api_server(
+    airflow: str, env: dict[str, str], port: int, log: Path
+) -> subprocess.Popen[bytes]:
+    """``airflow api-server`` on 127.0.0.1:port in its own process group."""
+    with open(log, "wb") as out:
+        return subprocess.Popen(
+            [airflow, "api-server", "-H", "127.0.0.1", "-p", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def api_up(url: str) -> bool:
+    try:
+        return requests.get(f"{url}/api/v2/monitor/health", timeout=2).ok
+    except requests.RequestException:
+        return False
+
+
+def stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a process and its children by process group: TERM, then KILL."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
+def body_text(driver: Any) -> str:
+    return str(driver.find_element("tag name", "body").text)
