@@ -36,6 +36,7 @@ from airflow_provider_rayorch.rayorch.execution.local import Chaos
 from .support import HYPOTHESIS, check_core
 
 ROOT = "doc"
+INFRA = 8  # infra_retries of every generated Call
 CI = bool(os.environ.get("CI"))
 
 
@@ -250,7 +251,9 @@ rates_st = st.builds(
 def draw_call_options(data: st.DataObject, rates: Rates) -> tuple[ro.RecoveryPolicy, dict]:
     if rates.poison:
         # Deterministic per-row exceptions: isolate_tail makes outputs schedule-free.
-        policy = ro.RecoveryPolicy.isolate_tail(max_retries=data.draw(st.integers(0, 2)))
+        policy = ro.RecoveryPolicy.isolate_tail(
+            max_retries=data.draw(st.integers(0, 2)), infra_retries=INFRA
+        )
     else:
         # Only transient exceptions: every raise marks its values, so retries are
         # bounded by the number of transient rows; the budget is never the limit.
@@ -263,7 +266,7 @@ def draw_call_options(data: st.DataObject, rates: Rates) -> tuple[ro.RecoveryPol
                 ]
             )
         )
-        policy = make(max_retries=1000)
+        policy = make(max_retries=1000, infra_retries=INFRA)
     opts = {
         "batch_size": data.draw(st.integers(1, 5)),
         "replicas": data.draw(st.integers(1, 3)),
@@ -397,8 +400,8 @@ schedule_st = st.builds(
             shuffle=st.booleans(),
             duplicate=st.sampled_from([0.0, 0.2, 0.5]),
             lose_worker=st.sampled_from([0.0, 0.05, 0.2]),
-            # within the default infra budget (3): a Grain is lost at most 3 times
-            max_losses=st.integers(0, 3),
+            # within the infra budget: a Grain is lost at most max_losses times
+            max_losses=st.integers(0, INFRA),
         ),
     ),
 )
