@@ -902,3 +902,37 @@ def test_within_the_infra_budget_worker_loss_changes_nothing() -> None:
     result = local(Flat(batch_size=2), [1, "rf:x", 3], chaos=chaos)
     assert result.outputs == [1, issue(FL, "pdf[1]: rf:x"), 3]
     assert result.metrics["workers_lost"] == 3
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        pytest.param({"input_batch_size": 0}, "input_batch_size", id="input_batch_size-0"),
+        pytest.param({"input_batch_size": "2"}, "input_batch_size", id="input_batch_size-str"),
+        pytest.param({"max_active_input_batches": 0}, "max_active_input_batches", id="active-0"),
+    ],
+)
+def test_run_options_are_validated(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        local(Flat(), [1], **options)
+
+
+def test_source_columns_must_have_one_length() -> None:
+    class P(ro.Pipeline):
+        def forward(self, a: ro.Port, b: ro.Port) -> ro.Port:
+            return a
+
+    with pytest.raises(ValueError, match="different lengths"):
+        local(P(), [1, 2], [1])
+
+
+def test_unknown_backend() -> None:
+    with pytest.raises(ValueError, match="backend must be one of"):
+        ro.Executor(Flat(), backend="spark")
+
+
+def test_skipped_microbatches_are_not_run() -> None:
+    with ro.Executor(Flat(), backend="local") as executor:
+        parts = list(executor.stream([1, 2, 3, 4], input_batch_size=2, skip_microbatches={0}))
+    assert [(p.index, p.outputs) for p in parts] == [(1, [3, 4])]
+    assert Log.batches["rows"] == [[3, 4]]
