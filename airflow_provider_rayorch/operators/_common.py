@@ -5,17 +5,15 @@ from __future__ import annotations
 import hashlib
 import re
 import sys
+from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow_provider_rayorch.exceptions import (
     RayOrchCompileFailed,
     RayOrchPipelineNotImportable,
     RayOrchPlanChanged,
 )
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
 
 __all__ = [
     "derive_run_id",
@@ -120,17 +118,29 @@ def resolve_sources(
     *,
     modified_after: datetime | str | None = None,
     modified_before: datetime | str | None = None,
-) -> list[Any]:
-    """A list as given, or a glob URI expanded through ``pyarrow.fs``."""
+) -> tuple[list[Any], int]:
+    """``(rows, n_columns)``: a list as given, a glob URI expanded through
+    ``pyarrow.fs``, or a mapping of equally long columns (in ``forward``'s order)
+    turned into rows of one value per column."""
     from airflow_provider_rayorch.rayorch.store import glob_uris
 
     if isinstance(sources, str):
         after = _as_datetime(modified_after)
         before = _as_datetime(modified_before)
-        return list(glob_uris(sources, modified_after=after, modified_before=before))
+        return list(glob_uris(sources, modified_after=after, modified_before=before)), 1
     if sources is None:
-        return []
-    return list(sources)
+        return [], 1
+    if isinstance(sources, Mapping):
+        columns = [list(c) for c in sources.values()]
+        if not columns:
+            return [], 1
+        if len({len(c) for c in columns}) != 1:
+            sizes = {name: len(c) for name, c in zip(sources, columns, strict=True)}
+            raise ValueError(f"source columns differ in length: {sizes}")
+        if len(columns) == 1:
+            return columns[0], 1
+        return [list(row) for row in zip(*columns, strict=True)], len(columns)
+    return list(sources), 1
 
 
 def _as_datetime(value: datetime | str | None) -> datetime | None:
@@ -155,6 +165,7 @@ def prepare_plan(
     backend: str,
     ray_init_kwargs: Mapping[str, Any],
     on_plan_change: str,
+    n_columns: int = 1,
 ) -> Any:
     """Write the plan record, or keep the stored one when it is the same plan.
 
@@ -182,6 +193,7 @@ def prepare_plan(
         backend=backend,
         ray_init_kwargs=dict(ray_init_kwargs),
         created_at=datetime.now().astimezone().isoformat(),
+        n_columns=int(n_columns),
     )
     old = store.read_plan(run_id)
     if old is not None:
@@ -190,6 +202,7 @@ def prepare_plan(
             and old.pipeline == plan.pipeline
             and old.pipeline_kwargs == plan.pipeline_kwargs
             and old.sources == plan.sources
+            and old.n_columns == plan.n_columns
             and old.batch_size == plan.batch_size
         )
         if same:

@@ -102,8 +102,10 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
 
     :param pipeline: ``"pkg.module:Factory"`` (or the class) building a ``ro.Pipeline``.
     :param pipeline_kwargs: keyword arguments of the factory (JSON values; templated).
-    :param sources: a list of source rows (JSON values), or a glob URI such as
-        ``s3://bucket/in/{{ ds }}/*.pdf`` expanded through ``pyarrow.fs`` (templated).
+    :param sources: a list of source rows (JSON values), a glob URI such as
+        ``s3://bucket/in/{{ ds }}/*.pdf`` expanded through ``pyarrow.fs``, or, when
+        ``forward`` takes several Ports, a mapping of equally long columns in
+        ``forward``'s order (templated).
     :param sources_modified_after: with a glob, keep files modified at or after this
         (ISO string or datetime; templated, e.g. ``{{ data_interval_start }}``).
     :param sources_modified_before: with a glob, keep files modified before this.
@@ -232,7 +234,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         fingerprint = _common.compile_pipeline(
             self.pipeline, self.pipeline_kwargs, remote=remote, runtime_env=env
         )
-        sources = _common.resolve_sources(
+        sources, n_columns = _common.resolve_sources(
             self.sources,
             modified_after=self.sources_modified_after,
             modified_before=self.sources_modified_before,
@@ -252,6 +254,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             backend=self.backend,
             ray_init_kwargs=self._ray_init_kwargs(),
             on_plan_change=self.on_plan_change,
+            n_columns=n_columns,
         )
         ti = context["ti"]
         ti.xcom_push(key=RUN_ID_KEY, value=run_id)

@@ -162,7 +162,7 @@ def run_plan(store: RunStore, run_id: str, *, address: str | None = None) -> dic
             ray_init_kwargs=plan.ray_init_kwargs or None,
         ) as executor:
             stream = executor.stream(
-                list(plan.sources),
+                *plan.columns(),
                 input_batch_size=plan.batch_size,
                 max_active_input_batches=plan.max_active_input_batches,
                 skip_microbatches=committed,

@@ -81,6 +81,14 @@ class PlanRecord:
     ray_init_kwargs: dict[str, Any] = field(default_factory=dict)
     created_at: str = ""
     version: int = 1
+    #: with several source columns each row of ``sources`` is a list of that many values
+    n_columns: int = 1
+
+    def columns(self) -> list[list[Any]]:
+        """The source columns ``forward`` takes (one Port each)."""
+        if self.n_columns == 1:
+            return [list(self.sources)]
+        return [[row[i] for row in self.sources] for i in range(self.n_columns)]
 
     @property
     def batch_size(self) -> int:

@@ -101,3 +101,25 @@ def test_import_and_compile_errors(tmp_path, fake_engine, capsys, spec, code) ->
 
 def test_missing_plan(tmp_path, fake_engine) -> None:
     assert driver.main(["--run-store", str(tmp_path), "--run-id", "nope"]) == driver.EXIT_ERROR
+
+
+def test_real_engine_local_backend_with_two_source_columns(tmp_path) -> None:
+    """The driver against the real engine (reference executor, no Ray)."""
+    store = RunStore(str(tmp_path))
+    spec = "engine_pipelines:TwoColumns"
+    fingerprint = driver.import_factory(spec)().compile().fingerprint
+    store.write_plan(
+        PlanRecord(
+            run_id="run",
+            pipeline=spec,
+            fingerprint=fingerprint,
+            sources=[[1, "x"], [2, "y"], [3, "z"]],
+            n_columns=2,
+            input_batch_size=2,
+            backend="local",
+        )
+    )
+    summary = driver.run_plan(store, "run")
+    assert summary["sources"]["present"] == 3
+    assert [r["value"] for r in store.read_outputs("run")] == ["1-x", "2-y", "3-z"]
+    assert store.committed("run") == frozenset({0, 1})

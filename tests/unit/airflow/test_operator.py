@@ -266,8 +266,12 @@ def test_sources_glob(tmp_path, fake_engine) -> None:
     data.mkdir()
     for name in ("b.txt", "a.txt"):
         (data / name).write_text("x")
-    assert _common.resolve_sources(f"{data}/*.txt") == [f"{data}/a.txt", f"{data}/b.txt"]
-    assert _common.resolve_sources([3, 1]) == [3, 1]
+    assert _common.resolve_sources(f"{data}/*.txt") == ([f"{data}/a.txt", f"{data}/b.txt"], 1)
+    assert _common.resolve_sources([3, 1]) == ([3, 1], 1)
+    assert _common.resolve_sources({"a": [1, 2], "b": ["x", "y"]}) == ([[1, "x"], [2, "y"]], 2)
+    assert _common.resolve_sources({"a": [1, 2]}) == ([1, 2], 1)
+    with pytest.raises(ValueError, match="differ in length"):
+        _common.resolve_sources({"a": [1, 2], "b": ["x"]})
 
 
 def test_submit_operator_returns_descriptors(tmp_path, fake_engine) -> None:
