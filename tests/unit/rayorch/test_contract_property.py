@@ -748,6 +748,30 @@ def compare(expected: tuple[Any, ...], got: Any, where: str) -> None:
     assert got.outcome is want, f"{where}: expected {want} (cause {cause}), got {got}"
 
 
+RANK = {"present": 0, "dropped": 1, "suppressed": 2, "failed": 3}
+
+
+def check_summary(result: ro.RunResult, got: tuple[list[Any], ...], n: int) -> None:
+    """The lineage summary counts each source once, by its worst output."""
+    summary = result.lineage()
+    counts = dict.fromkeys(RANK, 0)
+    failures = []
+    for i in range(n):
+        worst = max(
+            (
+                v.outcome.value if isinstance(v, ro.OutputIssue) else "present"
+                for v in (port[i] for port in got)
+            ),
+            key=RANK.__getitem__,
+        )
+        counts[worst] += 1
+        if worst in ("failed", "suppressed"):
+            failures.append((i, worst))
+    assert summary["sources"] == {"total": n, **counts}
+    assert [(f["source"], f["outcome"]) for f in summary["failures"]] == failures[:100]
+    assert sum(b["count"] for b in result.input_batches) == n
+
+
 def check_run(spec: Spec, columns: list[list[Any]], schedule: Schedule, cores: list) -> None:
     oracle = Oracle(spec, columns).outputs()
     options = {} if schedule.chaos is None else {"chaos": schedule.chaos}
@@ -761,6 +785,7 @@ def check_run(spec: Spec, columns: list[list[Any]], schedule: Schedule, cores: l
     cores.clear()  # checked here; the autouse fixture need not keep them
     got = result.outputs if len(spec.outputs) > 1 else (result.outputs,)
     assert len(got) == len(oracle)
+    check_summary(result, got, len(columns[0]))
     for k, (exp_port, got_port) in enumerate(zip(oracle, got, strict=True)):
         assert len(got_port) == len(exp_port)
         for i, (exp, value) in enumerate(zip(exp_port, got_port, strict=True)):
