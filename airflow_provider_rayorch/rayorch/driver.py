@@ -127,6 +127,20 @@ def _commit(store: RunStore, plan: PlanRecord, mb: Any) -> dict[str, Any]:
     return manifest
 
 
+def _write_report(store: RunStore, run_id: str, executor: Any, timings: list[Any]) -> None:
+    """Store the run's HTML report next to its manifests (best effort, never fatal)."""
+    try:
+        from airflow_provider_rayorch.reports.writer import write_run_report
+
+        core = getattr(executor, "last_core", None)
+        calls = core.call_metrics() if core is not None else []
+        timeline = executor.timeline() if hasattr(executor, "timeline") else []
+        uri = write_run_report(store, run_id, timeline, calls, microbatches=timings)
+        _emit("EVENT", {"event": "report", "uri": uri})
+    except Exception as exc:  # a report must never fail a run
+        _emit("EVENT", {"event": "report_failed", "error": f"{type(exc).__name__}: {exc}"})
+
+
 def run_plan(store: RunStore, run_id: str, *, address: str | None = None) -> dict[str, Any]:
     """Run (or resume) one stored plan; returns the run lineage summary."""
     started = time.monotonic()
@@ -167,10 +181,12 @@ def run_plan(store: RunStore, run_id: str, *, address: str | None = None) -> dic
                 max_active_input_batches=plan.max_active_input_batches,
                 skip_microbatches=committed,
             )
+            timings: list[dict[str, Any]] = []
             for mb in stream:
                 if mb.index in committed:
                     continue
                 manifest = _commit(store, plan, mb)
+                timings.append({"index": mb.index, **dict(getattr(mb, "metrics", {}) or {})})
                 _emit(
                     "EVENT",
                     {
@@ -180,6 +196,7 @@ def run_plan(store: RunStore, run_id: str, *, address: str | None = None) -> dic
                         "sources": manifest["sources"],
                     },
                 )
+            _write_report(store, run_id, executor, timings)
     result = summaries.run_summary(
         store.manifests(run_id),
         elapsed_s=time.monotonic() - started,

@@ -56,6 +56,7 @@ def test_restart_skips_committed_microbatches(tmp_path, fake_engine, monkeypatch
     with pytest.raises(fake_engine.CrashAfter):
         driver.run_plan(store, "run")
     assert store.committed("run") == frozenset({0, 1})
+    assert "<html" in (tmp_path / "run" / "report.html").read_text().lower()
     assert store.read_run_manifest("run") is None
     monkeypatch.setattr(fake_engine.FakeExecutor, "crash_after", None)
     driver.run_plan(store, "run")
@@ -123,3 +124,4 @@ def test_real_engine_local_backend_with_two_source_columns(tmp_path) -> None:
     assert summary["sources"]["present"] == 3
     assert [r["value"] for r in store.read_outputs("run")] == ["1-x", "2-y", "3-z"]
     assert store.committed("run") == frozenset({0, 1})
+    assert "<html" in (tmp_path / "run" / "report.html").read_text().lower()
