@@ -344,6 +344,9 @@ class Builder:
         port = self.draw(st.sampled_from(self.ports_of(domain)))
         aligned = self.draw(st.booleans())
         split = self.call("split2" if aligned else "split", [port], domain)
+        if aligned:
+            # expand both outputs together, or only one of them
+            split = self.draw(st.sampled_from([split, split[:1], split[1:]]))
         explicit = self.draw(st.booleans())
         child = len(spec.domains)
         name = f"d{child}" if explicit else None
