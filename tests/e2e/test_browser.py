@@ -125,7 +125,13 @@ def _run_path(result) -> str:
 def test_grid_shows_the_mapped_microbatch_task_instances(ui, artifacts) -> None:
     url, result, driver = ui
     assert {result["tasks"][f"docs.microbatch[{i}]"]["state"] for i in range(3)} == {"success"}
-    _open(driver, f"{url}/dags/{DAG_ID}", DAG_ID)
+    _open(driver, f"{url}{_run_path(result)}", DAG_ID, "docs")
+    driver.find_element("css selector", "button[aria-label='Expand all task groups']").click()
+    wait_until(
+        lambda: all(t in body_text(driver) for t in ("submit", "microbatch", "run")),
+        30,
+        "the expanded docs group in the grid",
+    )
     _shot(driver, artifacts, "grid")
     text = _open(
         driver,
@@ -189,16 +195,7 @@ def test_dag_run_tab_shows_the_report_plots(ui, artifacts) -> None:
         plots = _in_frame(driver, "svg.plot")
         kinds = [p.get_attribute("data-plot") for p in plots]
         header = driver.find_element(By.TAG_NAME, "h1").text
-        search = driver.find_element(By.ID, "source-filter")
-        search.send_keys("unreadable")
-        wait_until(
-            lambda: driver.find_element(By.ID, "source-shown").text == "1",
-            10,
-            "the filtered source",
-        )
-        stored = (
-            "No batch timeline was recorded" not in driver.find_element(By.TAG_NAME, "body").text
-        )
+        stored = "No batch timeline was recorded" not in body_text(driver)
     finally:
         driver.switch_to.default_content()
     _shot(driver, artifacts, "report-dag-run")
@@ -207,6 +204,31 @@ def test_dag_run_tab_shows_the_report_plots(ui, artifacts) -> None:
     if not stored:
         pytest.xfail("the driver does not write report.html yet: actor timeline plots pending")
     assert {"timeline", "queue", "batch-sizes"} <= set(kinds)
+
+
+def test_report_page_filters_sources(ui, artifacts) -> None:
+    from selenium.webdriver.common.by import By
+
+    url, result, driver = ui
+    query = f"dag_id={DAG_ID}&run_id={quote(result['run_id'], safe='')}"
+    driver.set_window_size(1280, 2800)
+    try:
+        driver.get(f"{url}/rayorch/dagrun?{query}")
+        wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, "svg.plot"), 30, "the plots")
+        assert driver.find_element(By.ID, "source-shown").text == "12"
+        _shot(driver, artifacts, "report-full")
+        driver.find_element(By.ID, "source-filter").send_keys("unreadable")
+        wait_until(
+            lambda: driver.find_element(By.ID, "source-shown").text == "1", 10, "one source left"
+        )
+        [row] = [
+            r
+            for r in driver.find_elements(By.CSS_SELECTOR, "#sources-table tbody tr")
+            if r.is_displayed()
+        ]
+        assert row.text.startswith("5 mb 1 suppressed doc[5]/page[1]: unreadable page")
+    finally:
+        driver.set_window_size(1440, 1000)
 
 
 def test_runs_page_and_extra_link(ui, artifacts) -> None:
