@@ -56,7 +56,6 @@ def test_restart_skips_committed_microbatches(tmp_path, fake_engine, monkeypatch
     with pytest.raises(fake_engine.CrashAfter):
         driver.run_plan(store, "run")
     assert store.committed("run") == frozenset({0, 1})
-    assert "<html" in (tmp_path / "run" / "report.html").read_text().lower()
     assert store.read_run_manifest("run") is None
     monkeypatch.setattr(fake_engine.FakeExecutor, "crash_after", None)
     driver.run_plan(store, "run")
