@@ -655,3 +655,37 @@ def test_an_illegal_transition_raises_with_the_grains_story(event: str, phase: s
     )
     assert "Grain rows@doc[0] (generation 2)" in str(err)
     assert grain.phase.value == "done"  # unchanged
+
+
+# =============================================================================
+# The invariant check itself sees corruption
+# =============================================================================
+@pytest.mark.no_core_invariants
+@pytest.mark.parametrize(
+    ("corrupt", "message"),
+    [
+        pytest.param(lambda core: setattr(core.calls[0], "ready", 5), "ready=5", id="counter"),
+        pytest.param(lambda core: core._batches.clear(), "workers and core disagree", id="batches"),
+        pytest.param(
+            lambda core: setattr(core.active[0], "outstanding", 0), "pending", id="outstanding"
+        ),
+        pytest.param(
+            lambda core: core.calls[0].queue.push(
+                next(g for g, _ in core.calls[0].queue._order if g.phase.value == "ready")
+            ),
+            "queued twice",
+            id="queued-twice",
+        ),
+        pytest.param(
+            lambda core: setattr(core._batches[1], "gens", [0]),
+            "in flight in None batches",
+            id="stale-generation",
+        ),
+    ],
+)
+def test_check_core_detects_corruption(corrupt: Any, message: str) -> None:
+    core, _ = make(Flat(batch_size=1), ["a", "b"], workers=[("w1", "rows", 1)])
+    check_core(core)
+    corrupt(core)
+    with pytest.raises(AssertionError, match=message):
+        check_core(core)
