@@ -936,3 +936,35 @@ def test_skipped_microbatches_are_not_run() -> None:
         parts = list(executor.stream([1, 2, 3, 4], input_batch_size=2, skip_microbatches={0}))
     assert [(p.index, p.outputs) for p in parts] == [(1, [3, 4])]
     assert Log.batches["rows"] == [[3, 4]]
+
+
+def test_two_calls_of_one_module_share_its_instances() -> None:
+    class Twice(ro.Pipeline):
+        def __init__(self) -> None:
+            self.scale = ro.RayModule(Counted).pre_init(scale=2).ray_options(replicas=2)
+
+        def forward(self, x: ro.Port) -> ro.Port:
+            return self.scale(self.scale(x))
+
+    Counted.inits = []
+    result = local(Twice(), [1, 2])
+    assert result.outputs == [4, 8]
+    assert Counted.inits == [2, 2]  # one pool for both Calls
+    assert [c["name"] for c in result.calls] == ["scale", "scale_2"]
+    assert [c["replicas"] for c in result.calls] == [2, 2]
+
+
+def test_input_batches_report_each_microbatch() -> None:
+    result = local(Flat(), [1, "rf:x", 3], input_batch_size=2)
+    batches = [
+        {k: b[k] for k in ("index", "first_source", "count", "present", "failed")}
+        for b in result.input_batches
+    ]
+    assert batches == [
+        {"index": 0, "first_source": 0, "count": 2, "present": 1, "failed": 1},
+        {"index": 1, "first_source": 2, "count": 1, "present": 1, "failed": 0},
+    ]
+    assert result.lineage()["microbatches"] == [
+        {"index": 0, "first_source": 0, "count": 2, "state": "failed"},
+        {"index": 1, "first_source": 2, "count": 1, "state": "success"},
+    ]
