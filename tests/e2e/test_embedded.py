@@ -30,3 +30,4 @@ def test_embedded_run_returns_lineage_summary(airflow_env, e2e_root) -> None:
     assert [r["source"] for r in rows] == list(range(12))
     assert rows[0]["value"]["pages"] == 1
     assert summary == store.read_run_manifest(run_dir.name) | {"state": "success"}
+    assert (run_dir / "report.html").exists()  # the driver wrote the run's HTML report
