@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from airflow_provider_rayorch.rayorch.summary import summary_state
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from datetime import datetime
@@ -153,6 +155,10 @@ def load_run(
     if run is not None:
         view.state = str(run.get("state", "success"))
         view.elapsed_s = float(run.get("elapsed_s") or 0.0)
+    elif plan is not None and all(mb.state != "pending" for mb in view.microbatches):
+        # every microbatch committed, the run manifest not written yet: the run's
+        # state is already decided by its counts
+        view.state = summary_state(counts, plan.max_failed_ratio)
     elif plan is not None:
         view.state = "running"
     _load_rows(store, run_id, view, [] if plan is None else plan.sources)

@@ -28,7 +28,11 @@ ISSUES = {
 
 
 def make_run(
-    root: Path, *, committed: tuple[int, ...] = (0, 1, 2), finished: bool = True
+    root: Path,
+    *,
+    committed: tuple[int, ...] = (0, 1, 2),
+    finished: bool = True,
+    max_failed_ratio: float = 0.5,
 ) -> RunStore:
     """10 sources in microbatches of 4 (0-3, 4-7, 8-9), the given ones committed."""
     store = RunStore(str(root))
@@ -38,6 +42,7 @@ def make_run(
         fingerprint="f" * 64,
         sources=SOURCES,
         input_batch_size=4,
+        max_failed_ratio=max_failed_ratio,
     )
     store.write_plan(plan)
     for d in plan.microbatches():

@@ -179,6 +179,17 @@ def test_running_run_shows_pending_microbatches_and_store_times(tmp_path) -> Non
     assert "modification times" in html
 
 
+@pytest.mark.parametrize(
+    ("ratio", "state"),
+    [pytest.param(0.5, "success", id="within-ratio"), pytest.param(0.0, "failed", id="over")],
+)
+def test_all_committed_before_the_run_manifest_has_its_final_state(
+    tmp_path, ratio: float, state: str
+) -> None:
+    store = make_run(tmp_path, finished=False, max_failed_ratio=ratio)
+    assert f'data-state="{state}"' in render_run_report(store, RUN)
+
+
 def test_source_rows_are_capped_failures_first(run_store, monkeypatch) -> None:
     monkeypatch.setattr(_data, "MAX_SOURCE_ROWS", 4)
     page = parse(render_run_report(run_store, RUN))
