@@ -6,7 +6,8 @@
 Sections: workload 1 end to end on every installed system (cold and warm,
 median of rounds), strong scaling on this engine beside the simulator,
 ablations (FIFO, batching policy, containment on workload 5), workload 3
-(nested), engine overhead (workload 4) and the simulator's extrapolation.
+(nested), workload 2 (real OCR), engine overhead (workload 4) and the
+simulator's extrapolation.
 Peers that are not installed are skipped and listed in the results.
 """
 
@@ -28,7 +29,7 @@ from .sizes import SIZES
 __all__ = ["main", "run_suite"]
 
 REPO = Path(__file__).resolve().parent.parent
-SECTIONS = ("overhead", "e2e", "scaling", "ablations", "nested", "simulator")
+SECTIONS = ("overhead", "tuning", "e2e", "scaling", "ablations", "nested", "ocr", "simulator")
 
 
 def start_ray(accel: int = 16) -> bool:

@@ -136,14 +136,14 @@ def partitions_for(w: Workload) -> int:
     return max(1, w.docs // 2)
 
 
-def build(w: Workload, rows: list[dict[str, Any]]) -> Any:
+def build(w: Workload, rows: list[dict[str, Any]], partitions: int | None = None) -> Any:
     import daft
     from daft import col
 
     u = udfs(w)
     # One partition would run every stage serially: cut the documents into as
     # many partitions as Ray Data gets blocks, so every UDF instance is fed.
-    df = daft.from_pylist(rows).into_partitions(partitions_for(w))
+    df = daft.from_pylist(rows).into_partitions(partitions or partitions_for(w))
     df = df.with_column("ord", u["split"].run(col("doc"), col("pages"))).explode("ord")
     df = df.with_column("img", u["render"].run(col("doc"), col("ord")))
     df = df.with_column("m", u["model"].run(col("doc"), col("ord")))
@@ -160,8 +160,12 @@ def use_ray() -> None:
     daft.set_runner_ray(noop_if_initialized=True)
 
 
-def run_pair(w: Workload, *, warm_runs: int = 1) -> list[Measurement]:
-    """A first collect ("cold") and ``warm_runs`` repeated collects."""
+def run_pair(
+    w: Workload, *, warm_runs: int = 1, parallelism: int | None = None
+) -> list[Measurement]:
+    """A first collect ("cold") and ``warm_runs`` repeated collects.
+
+    ``parallelism`` overrides the number of partitions (see ``partitions_for``)."""
     use_ray()
     docs = make_docs(w)
     rows = [{"doc": d.doc, "pages": d.pages} for d in docs]
@@ -169,7 +173,7 @@ def run_pair(w: Workload, *, warm_runs: int = 1) -> list[Measurement]:
     out = []
     for i in range(1 + warm_runs):
         started = time.time()
-        result = build(w, rows).to_pylist()
+        result = build(w, rows, parallelism).to_pylist()
         finished = time.time()
         out.append(
             measure(

@@ -100,10 +100,12 @@ def blocks_for(w: Workload) -> int:
     return max(1, min(w.docs, w.docs // 2))
 
 
-def build(w: Workload, docs: list[dict[str, Any]], partitions: int) -> Any:
+def build(
+    w: Workload, docs: list[dict[str, Any]], partitions: int, blocks: int | None = None
+) -> Any:
     import ray.data
 
-    ds = ray.data.from_items(docs, override_num_blocks=blocks_for(w))
+    ds = ray.data.from_items(docs, override_num_blocks=blocks or blocks_for(w))
     ds = ds.flat_map(SplitRow, fn_constructor_args=(w,), compute=pool(w.split_replicas), num_cpus=0)
     ds = ds.map_batches(
         RenderBatch,
@@ -140,8 +142,12 @@ def quiet() -> None:
     ctx.verbose_stats_logs = False
 
 
-def run_pair(w: Workload, *, warm_runs: int = 1) -> list[Measurement]:
-    """A first execution ("cold") and ``warm_runs`` repeated executions."""
+def run_pair(
+    w: Workload, *, warm_runs: int = 1, parallelism: int | None = None
+) -> list[Measurement]:
+    """A first execution ("cold") and ``warm_runs`` repeated executions.
+
+    ``parallelism`` overrides the number of input blocks (see ``blocks_for``)."""
     import ray
 
     quiet()
@@ -152,7 +158,7 @@ def run_pair(w: Workload, *, warm_runs: int = 1) -> list[Measurement]:
     out = []
     for i in range(1 + warm_runs):
         started = time.time()
-        result = build(w, rows, partitions).take_all()
+        result = build(w, rows, partitions, parallelism).take_all()
         finished = time.time()
         out.append(
             measure(
