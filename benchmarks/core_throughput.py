@@ -82,7 +82,7 @@ def main() -> None:
         max_active_input_batches=args.max_active,
     )
     profiler = cProfile.Profile() if args.profile else None
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     if profiler:
         profiler.enable()
     with rare_full_collections():  # as the executors drive the core
@@ -90,18 +90,26 @@ def main() -> None:
     if profiler:
         profiler.disable()
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
     assert grains == args.sources * args.children, grains
-    rate = grains / elapsed
+    rate, cpu_rate = grains / elapsed, grains / cpu
     if args.json:
         print(
             json.dumps(
-                {"grains": grains, "seconds": round(elapsed, 3), "grains_per_s": round(rate)}
+                {
+                    "grains": grains,
+                    "seconds": round(elapsed, 3),
+                    "cpu_seconds": round(cpu, 3),
+                    "grains_per_s": round(rate),
+                    "grains_per_cpu_s": round(cpu_rate),
+                }
             )
         )
     else:
         print(
-            f"{grains:,} Grains in {elapsed:.2f} s: {rate:,.0f} Grains/s "
-            f"({args.sources:,} sources x {args.children} children, batch {args.batch_size})"
+            f"{grains:,} Grains in {elapsed:.2f} s ({cpu:.2f} s of CPU): {rate:,.0f} Grains/s, "
+            f"{cpu_rate:,.0f} Grains per CPU second ({args.sources:,} sources x "
+            f"{args.children} children, batch {args.batch_size})"
         )
     if profiler:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(15)

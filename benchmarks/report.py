@@ -361,10 +361,11 @@ def _simulator(s: dict[str, Any] | None) -> list[str]:
     lines = [
         "## Simulator (the real core on a virtual clock)",
         "",
-        f"Driver cost {cfg['driver_s_per_grain'] * 1e6:.1f} us per Grain (this engine's "
-        f"measured warm no-op rate), {cfg['driver_s_per_batch'] * 1e3:.2f} ms per batch "
-        f"report, RPC {cfg['rpc_s'] * 1e3:.2f} ms each way. Beside the real runs: see the "
-        "scaling table (`sim s`).",
+        f"Driver cost {cfg['driver_s_per_grain'] * 1e6:.1f} us per Grain (the pure core, "
+        f"workload 4) plus {cfg['driver_s_per_batch'] * 1e3:.2f} ms per batch (this engine's "
+        "driver CPU time in its warm workload-1 runs, less the Grains' share), RPC "
+        f"{cfg['rpc_s'] * 1e3:.2f} ms each way. Beside the real runs: see the scaling "
+        "table (`sim s`).",
         "",
     ]
     for name, b in s.get("beside_real", {}).items():

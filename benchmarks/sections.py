@@ -162,6 +162,8 @@ def tuning(
     """Sweep the peers' input parallelism on workload 1 (one execution each) and keep
     the fastest, so the comparison uses each peer as an experienced user would."""
     w = spec.w1
+    if not spec.tune_peers:
+        return {"sweep": {}, "best": {}, "skipped": "not at this size"}
     chosen, _ = pick_systems(systems)
     sweep: dict[str, list[dict[str, Any]]] = {}
     best: dict[str, dict[str, Any]] = {}
@@ -369,11 +371,28 @@ def _frac(a: float, b: float) -> float | None:
 
 # -- simulator ---------------------------------------------------------------------------
 def sim_config(results: dict[str, Any]) -> Any:
-    """The simulator's driver cost, from this engine's measured no-op rate when known."""
+    """The simulator's driver costs, measured on this engine.
+
+    Per Grain: the pure core's cost (workload 4). Per batch: what is left of the
+    driver's CPU time in this engine's warm workload-1 runs once the Grains are
+    paid for (submitting the actor call, serializing its arguments, handling
+    the report), divided by the batches. Defaults when a section did not run.
+    """
     from .simulator import SimConfig
 
-    rate = results.get("overhead", {}).get("noop_on_ray", {}).get(OURS, {}).get("warm_grains_per_s")
-    return SimConfig(driver_s_per_grain=1 / rate) if rate else SimConfig()
+    out = SimConfig()
+    pure = (results.get("overhead") or {}).get("pure_core", {}).get("grains_per_s")
+    if pure:
+        out = replace(out, driver_s_per_grain=1 / pure)
+    warm = (results.get("e2e") or {}).get("systems", {}).get(OURS, {}).get("warm", {})
+    cpu, calls = warm.get("driver_cpu_s"), warm.get("calls")
+    if cpu and calls:
+        rpcs = sum(c["rpcs"] for c in calls.values())
+        grains = sum(c["grains"] for c in calls.values())
+        per_batch = (cpu - grains * out.driver_s_per_grain) / rpcs if rpcs else 0.0
+        if per_batch > 0:
+            out = replace(out, driver_s_per_batch=per_batch)
+    return out
 
 
 def simulator(

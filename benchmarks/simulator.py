@@ -1,6 +1,7 @@
 """A discrete-event simulator that drives the real runtime core on a virtual clock.
 
-    python -m benchmarks.simulator --accelerators 1024 --pages 10000000
+    python -m benchmarks.simulator --accelerators 1024 --pages 10000000 \
+        --calibration docs/benchmarks/results.json
 
 The core (``runtime.core.Core``) is the same object the Ray backend drives: it
 decides admission, FIFO order, batch cut and gathers. Only the executor is
@@ -188,15 +189,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--accelerators", type=int, nargs="+", default=[64, 256, 1024])
     parser.add_argument("--pages", type=int, default=1_000_000)
-    parser.add_argument("--driver-grains-per-s", type=float, default=60_000)
+    parser.add_argument(
+        "--calibration",
+        metavar="RESULTS_JSON",
+        help="take the driver costs from a suite results.json (docs/benchmarks/results.json)",
+    )
+    parser.add_argument("--driver-grain-us", type=float, help="driver cost per Grain")
+    parser.add_argument("--driver-batch-ms", type=float, help="driver cost per batch")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    cfg = SimConfig(driver_s_per_grain=1 / args.driver_grains_per_s)
+    cfg = SimConfig()
+    if args.calibration:
+        from .sections import sim_config
+
+        with open(args.calibration) as fh:
+            cfg = sim_config(json.load(fh))
+    if args.driver_grain_us is not None:
+        cfg = replace(cfg, driver_s_per_grain=args.driver_grain_us * 1e-6)
+    if args.driver_batch_ms is not None:
+        cfg = replace(cfg, driver_s_per_batch=args.driver_batch_ms * 1e-3)
     for a in args.accelerators:
         w = docs_for_pages(Workload().scaled(a), args.pages)
         r = simulate(w, cfg)
         if args.json:
-            print(json.dumps(r.as_dict()))
+            print(json.dumps({**r.as_dict(), "config": asdict(cfg)}))
         else:
             print(
                 f"{a:5d} accel {r.pages:>10,} pages: makespan {r.makespan_s:9.2f} s "

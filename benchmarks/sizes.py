@@ -35,6 +35,8 @@ class Size:
     sim_accelerators: tuple[int, ...]
     sim_pages: int
     sim_big_pages: int = 0
+    #: Sweep the peers' input parallelism before the comparison.
+    tune_peers: bool = False
     #: Workload 2: generated PDFs through real OCR (0: skipped).
     ocr_docs: int = 0
     notes: dict[str, str] = field(default_factory=dict)
@@ -91,5 +93,6 @@ SIZES: dict[str, Size] = {
         sim_accelerators=(64, 128, 256, 512, 1024),
         sim_pages=1_000_000,
         ocr_docs=8,
+        tune_peers=True,
     ),
 }

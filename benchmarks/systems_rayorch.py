@@ -102,8 +102,10 @@ def run_pair(
         for i in range(1 + warm_runs):
             if i:
                 started = time.time()
+            cpu = time.process_time()
             result = ex.run(rows, **kwargs)
             finished = time.time()
+            cpu = time.process_time() - cpu
             m = measure(
                 system,
                 "cold" if i == 0 else "warm",
@@ -114,6 +116,7 @@ def run_pair(
                 w.accelerators,
             )
             m.extra.update(engine_metrics(result))
+            m.extra["driver_cpu_s"] = round(cpu, 4)
             out.append(m)
     return out
 
@@ -179,11 +182,14 @@ def run_variants(
                 factory = contexts.get(name)
                 with factory() if factory else nullcontext():
                     started = time.time()
+                    cpu = time.process_time()
                     result = ex.run(rows, **kwargs)
                     finished = time.time()
+                    cpu = time.process_time() - cpu
                 m = measure(
                     name, "warm", list(result.outputs), started, finished, expected, w.accelerators
                 )
                 m.extra.update(engine_metrics(result))
+                m.extra["driver_cpu_s"] = round(cpu, 4)
                 out[name].append(m)
     return out
