@@ -247,6 +247,12 @@ def test_a_microbatch_completes_independently_of_later_ones() -> None:
     assert kinds(out) == ["MicrobatchDone", "RunFinished"]
 
 
+def test_all_microbatches_skipped_finishes_at_once() -> None:
+    core, out = make(Flat(), list("abcde"), input_batch_size=2, skip_microbatches={0, 1, 2})
+    assert kinds(out) == ["RunFinished"]
+    assert core.done == []
+
+
 def test_empty_input_finishes_at_once() -> None:
     core, out = make(Flat(), [])
     assert kinds(out) == ["RunFinished"]
