@@ -450,9 +450,8 @@ class Oracle:
         self.memo: dict[tuple[int, tuple[int, ...]], tuple[Any, ...]] = {}
         self.children_memo: dict[tuple[int, tuple[int, ...]], Any] = {}
         self.call_memo: dict[tuple[int, tuple[int, ...]], list[tuple[Any, ...]]] = {}
-        self.expand_of = {op[3]: i for i, op in enumerate(spec.ops) if op[0] == "expand"}
 
-    # entity = (domain id, (source, ordinal, ordinal, ...))
+    # an Entity is (domain id, key); key = (source index, ordinal, ordinal, ...)
     def path(self, domain: int, key: tuple[int, ...]) -> str:
         chain = []
         d: int | None = domain
