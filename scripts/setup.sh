@@ -11,6 +11,8 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 # The package, its test tools and the two built-in workloads' libraries.
 .venv/bin/python -m pip install --quiet -e '.[dev,documents,video]'
+# Debian's chromium and chromedriver plus selenium, for the browser test of the UI plugin.
+bash scripts/install-browser.sh
 # The VLM adapter's test builds a tiny random model: it needs torch and transformers.
 # torch==2.13.0 is pinned so pip takes the machine's CPU build (a plain `torch` pulls
 # a multi-GB CUDA build); it is never part of the dev extra.

@@ -183,6 +183,11 @@ class Executor:
             return []
         return timeline_records(core.timeline, self.last_started)
 
+    def call_metrics(self) -> list[dict[str, Any]]:
+        """Per-Call metrics of the current (or last) run, so far (see ``RunResult.calls``)."""
+        core = getattr(self, "_current_core", None)
+        return [] if core is None else core.call_metrics()
+
     def _core(
         self,
         columns: tuple[Any, ...],
