@@ -174,6 +174,16 @@ def test_idle_workers_are_preferred_over_busy_ones() -> None:
     assert outputs(out) == ["A", "B", "C"]
 
 
+def test_worker_capacity_defaults_to_max_batches_in_flight() -> None:
+    core, out = make(Flat(batch_size=1, max_batches_in_flight=3), list("abcd"), workers=[])
+    out = core.handle(WorkerAdded("w", 0))
+    assert [b for b, *_ in d(out)] == [1, 2, 3]
+    for batch in (1, 2, 3):
+        out = finish(core, batch, [batch])
+    out = finish(core, 4, [4])
+    assert outputs(out) == [1, 2, 3, 4]
+
+
 def test_no_worker_no_dispatch_until_one_is_added() -> None:
     core, out = make(Flat(batch_size=2), ["a"], workers=[])
     assert out == []
