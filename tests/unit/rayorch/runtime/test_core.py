@@ -532,6 +532,36 @@ def test_group_failure_suppresses_a_sibling_requeued_by_its_policy() -> None:
     assert outputs(out) == [ro.OutputIssue(S, "doc[0]/page[0]: torn")]
 
 
+REJECT_BUG = pytest.mark.xfail(
+    strict=True,
+    reason="engine bug: Core._reject commits every live Grain of a rejected batch as "
+    "FAILED, also siblings of a GroupFailure registered meanwhile, which Core._apply "
+    "SUPPRESSES (runtime/core.py _reject)",
+)
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        pytest.param(BatchRejected(2, "bad shape"), id="rejected", marks=REJECT_BUG),
+        pytest.param(BatchFinished(2, ["B", "extra"]), id="wrong-length", marks=REJECT_BUG),
+        pytest.param(BatchRaised(2, "E: x"), id="raised-retries-spent"),
+    ],
+)
+def test_group_failure_suppresses_an_in_flight_sibling_whose_batch_fails(event: Any) -> None:
+    """In-flight siblings are SUPPRESSED at their commit, whatever ends their batch."""
+    core, out = make(
+        Pages(batch_size=1, recovery=ro.RecoveryPolicy.retry_batch(max_retries=0)),
+        [["a", "b"]],
+        workers=[("w1", "rows", 2)],
+    )
+    assert d(out) == [(1, "w1", "rows", [["a"]]), (2, "w1", "rows", [["b"]])]
+    finish(core, 1, [ro.GroupFailure("torn")])
+    out = core.handle(event)
+    assert outputs(out) == [ro.OutputIssue(S, "doc[0]/page[0]: torn")]
+    assert (core.calls[0].failed, core.calls[0].suppressed) == (1, 1)
+
+
 def test_group_failure_suppresses_a_sibling_requeued_after_worker_loss() -> None:
     core, out = make(
         Pages(batch_size=1), [["a", "b"]], workers=[("w1", "rows", 1), ("w2", "rows", 1)]
