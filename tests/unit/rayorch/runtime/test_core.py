@@ -335,6 +335,7 @@ def test_worker_loss_requeues_in_flight_grains_at_the_front() -> None:
 
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="engine bug: Core._on_worker_lost re-queues the lost batches oldest first, "
     "each with push_front, so the newest batch ends up ahead of the oldest: the FIFO "
     "order of the re-queued Grains is reversed batch by batch (runtime/core.py)",
@@ -548,6 +549,7 @@ def test_group_failure_suppresses_a_sibling_requeued_by_its_policy() -> None:
 
 REJECT_BUG = pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="engine bug: Core._reject commits every live Grain of a rejected batch as "
     "FAILED, also siblings of a GroupFailure registered meanwhile, which Core._apply "
     "SUPPRESSES (runtime/core.py _reject)",
