@@ -124,3 +124,26 @@ def test_real_engine_local_backend_with_two_source_columns(tmp_path) -> None:
     assert [r["value"] for r in store.read_outputs("run")] == ["1-x", "2-y", "3-z"]
     assert store.committed("run") == frozenset({0, 1})
     assert "<html" in (tmp_path / "run" / "report.html").read_text().lower()
+
+
+def test_several_output_ports_get_one_file_each(tmp_path) -> None:
+    store = RunStore(str(tmp_path))
+    spec = "engine_pipelines:TwoOutputs"
+    fingerprint = driver.import_factory(spec)().compile().fingerprint
+    store.write_plan(
+        PlanRecord(
+            run_id="run",
+            pipeline=spec,
+            fingerprint=fingerprint,
+            sources=list(range(7)),
+            input_batch_size=4,
+            backend="local",
+        )
+    )
+    driver.run_plan(store, "run")
+    manifest = store.read_manifest("run", 0)
+    ports = manifest["outputs"]["ports"]
+    assert len(ports) == 2
+    first, second = ports
+    assert [r["value"] for r in store.read_outputs("run", first)] == [x // 3 for x in range(7)]
+    assert [r["value"] for r in store.read_outputs("run", second)] == [x % 3 for x in range(7)]
