@@ -988,3 +988,24 @@ def test_input_batches_report_each_microbatch() -> None:
         {"index": 0, "first_source": 0, "count": 2, "state": "failed"},
         {"index": 1, "first_source": 2, "count": 1, "state": "success"},
     ]
+
+
+def test_chaos_is_reproducible_from_its_seed() -> None:
+    def once(seed: int) -> tuple[Any, ...]:
+        chaos = Chaos(seed=seed, duplicate=0.5, lose_worker=0.2, max_losses=3)
+        result = local(
+            Pages({i: list(range(i)) for i in range(6)}, batch_size=2, replicas=2),
+            list(range(6)),
+            chaos=chaos,
+        )
+        rows = next(c for c in result.calls if c["name"] == "rows")
+        return (
+            result.metrics["duplicate_reports"],
+            result.metrics["stale_reports"],
+            result.metrics["workers_lost"],
+            rows["rpcs"],
+            tuple(rows["batch_sizes"].items()),
+        )
+
+    assert once(3) == once(3)
+    assert len({once(s) for s in range(6)}) > 1  # ... and the seed matters
