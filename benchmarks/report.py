@@ -55,6 +55,16 @@ def _markdown(r: dict[str, Any], images: list[str]) -> list[str]:
         f"{env.get('loadavg_at_start')} at start and {env.get('loadavg_at_end')} at end "
         "(the machine is shared: figures above a load of 2 are noisy).",
         "",
+        *(
+            [
+                "Sections re-run into these results afterwards: "
+                + "; ".join(f"`{m['command']}`" for m in r["merged"])
+                + ".",
+                "",
+            ]
+            if r.get("merged")
+            else []
+        ),
         "Versions: "
         + ", ".join(f"{k} `{v}`" for k, v in r.get("versions", {}).items() if v is not None)
         + ".",
@@ -406,6 +416,31 @@ def _simulator(s: dict[str, Any] | None) -> list[str]:
         ],
         rows,
     )
+    gpu = s.get("extrapolation_gpu_like")
+    if gpu:
+        c = s.get("gpu_like_cost", {})
+        lines += [
+            f"The same, with GPU-like costs (page model {c.get('model_fixed')} s + "
+            f"{c.get('model_per_page')} s per page, render {c.get('render_per_page')} s per "
+            "page):",
+            "",
+        ]
+        rows = [
+            [
+                str(p["accelerators"]),
+                _f(p["makespan_s"], 1),
+                _f(p["ideal_s"], 1),
+                _f(p["fraction_of_ideal"], 2, pct=True),
+                _f(p["busy_fraction"], 2, pct=True),
+                _f(p["batch_fill"], 1),
+                _f(p["driver_busy_fraction"], 2, pct=True),
+            ]
+            for p in gpu
+        ]
+        lines += _table(
+            ["accel", "makespan s", "ideal s", "of ideal", "accel busy", "fill", "driver busy"],
+            rows,
+        )
     big = s.get("big")
     if big:
         lines += [
@@ -510,6 +545,14 @@ def _plots(r: dict[str, Any], out: Path) -> list[str]:
         if fast:
             ax.plot(*zip(*fast, strict=True), "s", label="driver 10x cheaper")
         ax.plot(a, [p["driver_busy_fraction"] for p in pts], "^:", label="driver busy")
+        gpu = sim.get("extrapolation_gpu_like") or []
+        if gpu:
+            ax.plot(
+                [p["accelerators"] for p in gpu],
+                [p["fraction_of_ideal"] for p in gpu],
+                "d-",
+                label="GPU-like costs",
+            )
         ax.set_xscale("log", base=2)
         ax.set_ylim(0, 1.05)
         ax.set_xlabel("emulated accelerators")

@@ -6,12 +6,12 @@ import argparse
 import importlib
 import statistics
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 from . import systems_daft, systems_raydata, systems_rayorch
 from .measure import median_of
-from .workload import Workload, ideal_seconds, make_docs
+from .workload import CostModel, Workload, ideal_seconds, make_docs
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -430,6 +430,11 @@ def simulator(
             point["driver_10x_s"] = round(fast.makespan_s, 4)
             point["driver_10x_fraction_of_ideal"] = _frac(r.ideal_s, fast.makespan_s)
         extrapolation.append(point)
+    gpu_like = []
+    for a in spec.sim_accelerators:
+        w = docs_for_pages(replace(Workload(), cost=CostModel.gpu_like()).scaled(a), spec.sim_pages)
+        r = simulate(w, cfg)
+        gpu_like.append({**r.as_dict(), "fraction_of_ideal": _frac(r.ideal_s, r.makespan_s)})
     big = None
     if spec.sim_big_pages:
         a = max(spec.sim_accelerators)
@@ -443,6 +448,8 @@ def simulator(
         },
         "beside_real": beside,
         "extrapolation": extrapolation,
+        "extrapolation_gpu_like": gpu_like,
+        "gpu_like_cost": asdict(CostModel.gpu_like()),
         "big": big,
         "pages": spec.sim_pages,
     }

@@ -94,8 +94,14 @@ def run_suite(
         "section_seconds": dict(previous.get("section_seconds", {})),
     }
     if previous:
-        results["command"] = previous.get("command", results["command"])
-        results["merged"] = [*previous.get("merged", []), command]
+        # The main run's identity stays; each merged re-run is listed with its own.
+        for key in ("command", "environment", "suite_seconds"):
+            if key in previous:
+                results[key] = previous[key]
+        results["merged"] = [
+            *previous.get("merged", []),
+            {"command": command, "sections": list(only), "environment": environment()},
+        ]
     owned = start_ray()
     t0 = time.perf_counter()
     try:
@@ -114,8 +120,9 @@ def run_suite(
             import ray
 
             ray.shutdown()
-    results["environment"]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    results["suite_seconds"] = round(time.perf_counter() - t0, 1)
+    if not previous:
+        results["environment"]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+        results["suite_seconds"] = round(time.perf_counter() - t0, 1)
     _write_json(out / "results.json", results)
     from .report import write_report
 

@@ -72,6 +72,20 @@ class CostModel:
         return self.write_fixed + self.write_per_doc * docs + self.write_per_page * pages
 
     @classmethod
+    def gpu_like(cls) -> CostModel:
+        """Costs closer to a real page model on a GPU (about 0.1 s per page), for
+        the simulator's extrapolation: the paper's MinerU run spends seconds per page."""
+        return cls(
+            split_per_doc=0.005,
+            render_fixed=0.005,
+            render_per_page=0.02,
+            model_fixed=0.2,
+            model_per_page=0.1,
+            write_per_doc=0.02,
+            write_per_page=0.001,
+        )
+
+    @classmethod
     def zero(cls) -> CostModel:
         """Every stage free: what is left is the engine's own overhead."""
         return cls(*(0.0 for _ in range(9)))
