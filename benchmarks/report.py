@@ -536,7 +536,7 @@ def _plots(r: dict[str, Any], out: Path) -> list[str]:
         pts = sim["extrapolation"]
         a = [p["accelerators"] for p in pts]
         fig, ax = plt.subplots(figsize=(6, 4))
-        ax.plot(a, [p["fraction_of_ideal"] for p in pts], "o-", label="measured driver cost")
+        ax.plot(a, [p["fraction_of_ideal"] for p in pts], "o-", label="emulated costs")
         fast = [
             (p["accelerators"], p["driver_10x_fraction_of_ideal"])
             for p in pts

@@ -301,7 +301,8 @@ def nested(
     from . import nested as w3
 
     w = replace(spec.w1, docs=spec.w3_docs, mean_pages=8)
-    return w3.run_all(w, systems=systems, rounds=1)
+    tuned = (results.get("tuning") or {}).get("best", {}).get("Daft", {}).get("parallelism")
+    return w3.run_all(w, systems=systems, rounds=1, daft_partitions=tuned or 16)
 
 
 # -- workload 2: real OCR ------------------------------------------------------------------

@@ -96,3 +96,8 @@ SIZES: dict[str, Size] = {
         tune_peers=True,
     ),
 }
+
+#: The default size with three times the documents in the scaling runs, to show
+#: how much of the 16-accelerator loss is pipeline fill and drain of a short run
+#: (``--size long --only scaling --out docs/benchmarks/scaling-600``).
+SIZES["long"] = replace(SIZES["default"], scaling=replace(_W1, docs=600))

@@ -26,7 +26,9 @@ __all__ = ["available", "run_pair", "version"]
 
 
 def available() -> bool:
+    """Whether Ray Data and what ``ray[data]`` adds (pandas) are installed."""
     try:
+        import pandas  # noqa: F401
         import ray.data  # noqa: F401
     except ImportError:
         return False

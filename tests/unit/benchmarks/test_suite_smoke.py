@@ -40,12 +40,15 @@ def test_smoke_suite_writes_results_readme_and_plots(tmp_path: Path, local_ray: 
     results = run_suite("smoke", tmp_path, plots=True)
 
     skipped = results["e2e"]["skipped"]
-    print(f"peers skipped: {skipped or 'none'}")
+    peer_errors = results["e2e"]["errors"]
+    print(f"peers skipped: {skipped or 'none'}; peers that failed to run: {peer_errors or 'none'}")
     assert results["errors"] == {}
     assert set(SECTIONS) <= set(results)
     systems = results["e2e"]["systems"]
     assert "this engine" in systems
-    assert set(systems) | set(skipped) == {"this engine", "rayorch (paper)", "Ray Data", "Daft"}
+    assert "this engine" not in peer_errors
+    every = {"this engine", "rayorch (paper)", "Ray Data", "Daft"}
+    assert set(systems) | set(skipped) | set(peer_errors) == every
     for name, figures in systems.items():
         for mode in ("cold", "warm"):
             assert figures[mode]["correct"], (name, mode)
@@ -56,5 +59,9 @@ def test_smoke_suite_writes_results_readme_and_plots(tmp_path: Path, local_ray: 
     assert saved["size"] == "smoke"
     readme = (tmp_path / "README.md").read_text()
     assert "Workload 1" in readme
-    pytest.importorskip("matplotlib")
-    assert (tmp_path / "e2e.png").stat().st_size > 0
+    try:
+        import matplotlib  # noqa: F401  (the bench extra only)
+    except ImportError:
+        print("matplotlib is not installed: no plots")
+    else:
+        assert (tmp_path / "e2e.png").stat().st_size > 0
