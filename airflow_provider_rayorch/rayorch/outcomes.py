@@ -52,7 +52,7 @@ class OutputIssue:
     """Stands in ``RunResult.outputs`` for a source row that has no value.
 
     ``cause`` names where the failure began, for example ``doc[17]/page[3]: blank``;
-    it is ``None`` for a DROPPED row.
+    for a DROPPED row it names where it was dropped (``doc[4]: dropped by filter``).
     """
 
     outcome: ItemOutcome

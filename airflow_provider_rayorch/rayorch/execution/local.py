@@ -126,7 +126,7 @@ class LocalBackend:
         if outcome.rows is not None:
             return BatchFinished(command.batch, outcome.rows, outcome.busy_s)
         if outcome.error is not None:
-            return BatchRaised(command.batch, outcome.error, outcome.busy_s)
+            return BatchRaised(command.batch, outcome.error, outcome.busy_s, outcome.exception)
         return BatchRejected(command.batch, outcome.rejected or "invalid result", outcome.busy_s)
 
     def _lose(

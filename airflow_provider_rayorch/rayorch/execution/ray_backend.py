@@ -289,7 +289,7 @@ class RayBackend:
         if kind == "ok":
             return BatchFinished(entry.batch, self._rows(entry, report), report[4])
         if kind == "raised":
-            return BatchRaised(entry.batch, report[1], report[2])
+            return BatchRaised(entry.batch, report[1], report[2], report[3])
         if kind == "rejected":
             return BatchRejected(entry.batch, report[1], report[2])
         # "lost": inputs of this batch vanished with a node; rebuild them, send it again.

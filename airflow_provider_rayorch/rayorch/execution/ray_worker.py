@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -63,7 +64,7 @@ class PoolWorker:
         outcome = run_batch(self.instance, name, columns, kwargs, n_outputs)
         if outcome.rows is None:
             if outcome.error is not None:
-                return ("raised", outcome.error, outcome.busy_s), None
+                return ("raised", outcome.error, outcome.busy_s, _portable(outcome.exception)), None
             return ("rejected", outcome.rejected, outcome.busy_s), None
         rows = outcome.rows
         status = [r if isinstance(r, _FAILURES) else None for r in rows]
@@ -80,6 +81,15 @@ class PoolWorker:
             lengths.append([length_fact(v) for v in column] if need_length else None)
             truths.append([bool(v) for v in column] if need_truth else None)
         return ("ok", status, lengths, truths, outcome.busy_s), rows
+
+
+def _portable(exc: BaseException | None) -> BaseException | None:
+    """The exception if it survives pickling (it travels back to the driver), else None."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return None
+    return exc
 
 
 def _lost_refs(boxes: Any) -> list[str]:

@@ -24,6 +24,7 @@ class BatchOutcome:
 
     rows: list[Any] | None = None
     error: str | None = None
+    exception: BaseException | None = None
     rejected: str | None = None
     busy_s: float = 0.0
 
@@ -48,7 +49,9 @@ def run_batch(
         result = instance.run(*columns, **kwargs)
     except Exception as exc:
         return BatchOutcome(
-            error=f"{type(exc).__name__}: {exc}", busy_s=time.perf_counter() - start
+            error=f"{type(exc).__name__}: {exc}",
+            exception=exc,
+            busy_s=time.perf_counter() - start,
         )
     busy = time.perf_counter() - start
     try:

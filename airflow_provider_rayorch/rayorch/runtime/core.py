@@ -233,7 +233,9 @@ class Core:
         self._columns = _check_columns(plan, columns)
         n = len(self._columns[0]) if self._columns else 0
         if input_batch_size is not None and (
-            not isinstance(input_batch_size, int) or input_batch_size < 1
+            not isinstance(input_batch_size, int)
+            or isinstance(input_batch_size, bool)
+            or input_batch_size < 1
         ):
             raise ValueError(
                 f"input_batch_size must be an int >= 1 or None, got {input_batch_size!r}"
@@ -773,7 +775,11 @@ class Core:
 
     def _reject(self, batch: _Batch, reason: str) -> None:
         for _, grain in self._live(batch):
-            self._commit_failure(grain, f"{batch.call.name}: {reason}")
+            if self._group_failed(grain):  # a sibling's GroupFailure came first
+                parent: Entity = grain.entity.parent  # type: ignore[assignment]
+                self._suppress(grain, parent.gfail[batch.call.id][0])  # type: ignore[index]
+            else:
+                self._commit_failure(grain, f"{batch.call.name}: {reason}")
 
     def _on_rejected(self, event: BatchRejected) -> None:
         batch = self._take_batch(event.batch, event.busy_s, "rejected")
@@ -791,6 +797,7 @@ class Core:
             self.aborted = ExecutionError(
                 f"Call {call.name!r} raised and its recovery policy is abort(): {event.error}"
             )
+            self.aborted.__cause__ = event.exception
             self._out.append(Abort(self.aborted))
             return
         self._apply(call, decision, event.error)
@@ -799,7 +806,10 @@ class Core:
         if event.worker in self._workers:
             raise ValueError(f"worker {event.worker!r} is already registered")
         pool = self._pools[event.module]
-        worker = _Worker(event.worker, pool, event.capacity or pool.capacity)
+        capacity = pool.capacity if event.capacity is None else event.capacity
+        if capacity < 1:
+            raise ValueError(f"worker {event.worker!r}: capacity must be >= 1, got {capacity}")
+        worker = _Worker(event.worker, pool, capacity)
         pool.workers[event.worker] = worker
         self._workers[event.worker] = worker
 
@@ -809,8 +819,10 @@ class Core:
             return
         del worker.pool.workers[event.worker]
         # A worker runs its batches in dispatch order: the oldest was running, the
-        # others were waiting and are not charged an infra retry.
-        for position, batch_id in enumerate(sorted(worker.inflight)):
+        # others were waiting and are not charged an infra retry. Newest first, so
+        # that re-queuing each at the front leaves them in their FIFO order.
+        order = sorted(worker.inflight)
+        for batch_id in reversed(order):
             batch = worker.inflight[batch_id]
             if len(self.timeline) < TIMELINE_CAP:
                 self.timeline.append(
@@ -819,7 +831,7 @@ class Core:
             del self._batches[batch_id]
             self._lost_batches.add(batch_id)
             grains = [g for _, g in self._live(batch)]
-            decision = decide_after_loss(batch.call.recovery, grains, charged=position == 0)
+            decision = decide_after_loss(batch.call.recovery, grains, charged=batch_id == order[0])
             limit = batch.call.recovery.infra_retries
             self._apply(batch.call, decision, f"{event.reason} (infra_retries={limit} exhausted)")
         worker.inflight.clear()

@@ -63,6 +63,8 @@ class BatchRaised:
     batch: int
     error: str
     busy_s: float = 0.0
+    #: The exception itself when the backend has it (chained under ``abort()``).
+    exception: BaseException | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -584,13 +584,6 @@ def test_abort_raises_execution_error() -> None:
         local(Flat(recovery=ro.RecoveryPolicy.abort()), [1, "boom:x"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="engine bug (docs vs code): errors.py promises the UDF's exception as the "
-    "__cause__ of the ExecutionError under abort(); the core only keeps its text "
-    "(runtime/core.py _on_raised builds ExecutionError from BatchRaised.error, a str)",
-)
 def test_abort_chains_the_udf_exception() -> None:
     with pytest.raises(ro.ExecutionError) as info:
         local(Flat(recovery=ro.RecoveryPolicy.abort()), ["boom:x"])

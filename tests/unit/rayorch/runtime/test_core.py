@@ -333,13 +333,6 @@ def test_worker_loss_requeues_in_flight_grains_at_the_front() -> None:
     assert core.calls[0].retries == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="engine bug: Core._on_worker_lost re-queues the lost batches oldest first, "
-    "each with push_front, so the newest batch ends up ahead of the oldest: the FIFO "
-    "order of the re-queued Grains is reversed batch by batch (runtime/core.py)",
-)
 def test_worker_loss_requeues_several_batches_in_fifo_order() -> None:
     core, out = make(Flat(batch_size=2), list("abcdef"), workers=[("w1", "rows", 2)])
     assert d(out) == [(1, "w1", "rows", [["a", "b"]]), (2, "w1", "rows", [["c", "d"]])]
@@ -547,20 +540,11 @@ def test_group_failure_suppresses_a_sibling_requeued_by_its_policy() -> None:
     assert outputs(out) == [ro.OutputIssue(S, "doc[0]/page[0]: torn")]
 
 
-REJECT_BUG = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="engine bug: Core._reject commits every live Grain of a rejected batch as "
-    "FAILED, also siblings of a GroupFailure registered meanwhile, which Core._apply "
-    "SUPPRESSES (runtime/core.py _reject)",
-)
-
-
 @pytest.mark.parametrize(
     "event",
     [
-        pytest.param(BatchRejected(2, "bad shape"), id="rejected", marks=REJECT_BUG),
-        pytest.param(BatchFinished(2, ["B", "extra"]), id="wrong-length", marks=REJECT_BUG),
+        pytest.param(BatchRejected(2, "bad shape"), id="rejected"),
+        pytest.param(BatchFinished(2, ["B", "extra"]), id="wrong-length"),
         pytest.param(BatchRaised(2, "E: x"), id="raised-retries-spent"),
     ],
 )
