@@ -96,5 +96,8 @@ def get_provider_info() -> dict[str, Any]:
                 },
             }
         ],
-        "extra-links": ["airflow_provider_rayorch.links.rayorch.RayJobLink"],
+        "extra-links": [
+            "airflow_provider_rayorch.links.rayorch.RayJobLink",
+            "airflow_provider_rayorch.plugins.links.RayOrchReportLink",
+        ],
     }

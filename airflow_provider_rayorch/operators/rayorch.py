@@ -27,6 +27,7 @@ from airflow_provider_rayorch.exceptions import (
 from airflow_provider_rayorch.hooks.rayorch import ACTIVE_STATES, RayOrchHook
 from airflow_provider_rayorch.links.rayorch import JOB_URL_KEY, RayJobLink
 from airflow_provider_rayorch.operators import _common
+from airflow_provider_rayorch.plugins.links import RayOrchReportLink
 from airflow_provider_rayorch.triggers.rayorch import MAX_POLL_ERRORS, RayOrchJobTrigger
 
 if TYPE_CHECKING:
@@ -139,7 +140,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         "sources": "json",
         "runtime_env": "json",
     }
-    operator_extra_links = (RayJobLink(),)
+    operator_extra_links = (RayJobLink(), RayOrchReportLink())
     ui_color = "#cfe8fc"
     external_id_key = JOB_ID_KEY
 

@@ -43,6 +43,9 @@ __all__ = [
     "run_plan",
 ]
 
+#: Seconds between two refreshes of the run report while a run goes on.
+REPORT_EVERY_S = 10.0
+
 EXIT_ERROR = 1
 EXIT_PLAN_CHANGED = 3
 EXIT_IMPORT = 4
@@ -132,9 +135,8 @@ def _write_report(store: RunStore, run_id: str, executor: Any, timings: list[Any
     try:
         from airflow_provider_rayorch.reports.writer import write_run_report
 
-        core = getattr(executor, "last_core", None)
-        calls = core.call_metrics() if core is not None else []
-        timeline = executor.timeline() if hasattr(executor, "timeline") else []
+        calls = executor.call_metrics() if executor is not None else []
+        timeline = executor.timeline() if executor is not None else []
         uri = write_run_report(store, run_id, timeline, calls, microbatches=timings)
         _emit("EVENT", {"event": "report", "uri": uri})
     except Exception as exc:  # a report must never fail a run
@@ -166,6 +168,8 @@ def run_plan(store: RunStore, run_id: str, *, address: str | None = None) -> dic
             "pending": [d["index"] for d in pending],
         },
     )
+    executor: Any = None
+    timings: list[dict[str, Any]] = []
     if pending:
         store.clear_run_manifest(run_id)
         ro = _engine()
@@ -181,7 +185,7 @@ def run_plan(store: RunStore, run_id: str, *, address: str | None = None) -> dic
                 max_active_input_batches=plan.max_active_input_batches,
                 skip_microbatches=committed,
             )
-            timings: list[dict[str, Any]] = []
+            last_report = time.monotonic()
             for mb in stream:
                 if mb.index in committed:
                     continue
@@ -196,7 +200,9 @@ def run_plan(store: RunStore, run_id: str, *, address: str | None = None) -> dic
                         "sources": manifest["sources"],
                     },
                 )
-            _write_report(store, run_id, executor, timings)
+                if time.monotonic() - last_report >= REPORT_EVERY_S:  # a live report
+                    _write_report(store, run_id, executor, timings)
+                    last_report = time.monotonic()
     result = summaries.run_summary(
         store.manifests(run_id),
         elapsed_s=time.monotonic() - started,
@@ -207,6 +213,8 @@ def run_plan(store: RunStore, run_id: str, *, address: str | None = None) -> dic
         max_failed_ratio=plan.max_failed_ratio,
     )
     store.write_run_manifest(run_id, result)
+    if executor is not None:
+        _write_report(store, run_id, executor, timings)
     _emit(
         "EVENT",
         {"event": "end", "run_id": run_id, "state": result["state"], "sources": result["sources"]},
