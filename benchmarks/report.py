@@ -47,6 +47,7 @@ def _markdown(r: dict[str, Any], images: list[str]) -> list[str]:
         "BENCHMARKS.md; the emulated cost model: `benchmarks/workload.py`.",
         "",
         "```",
+        "pip install -e '.[bench]'   # the peers: rayorch (paper), daft, ray[data], matplotlib",
         r.get("command", ""),
         "```",
         "",
@@ -244,6 +245,7 @@ def _ablations(a: dict[str, Any] | None) -> list[str]:
         ("fifo", "FIFO vs shuffled ready order (workload 1)"),
         ("batching", "any_parent vs single_parent (workload 1)"),
         ("containment", "containment on vs off (workload 5)"),
+        ("containment_in_flight_1", "containment on vs off, 1 batch in flight (workload 5)"),
     ):
         part = a.get(key)
         if not part:
@@ -265,17 +267,24 @@ def _ablations(a: dict[str, Any] | None) -> list[str]:
     )
     c = a.get("containment")
     if c:
-        on, off = c["variants"]["on"], c["variants"]["off"]
-        sup = on.get("calls", {}).get("model", {}).get("suppressed")
-        ran_on = on.get("calls", {}).get("model", {}).get("grains")
-        ran_off = off.get("calls", {}).get("model", {}).get("grains")
-        lines += [
+        lines.append(
             f"Workload 5: {c['poisoned_docs']} poisoned documents "
-            f"({c['poisoned_pages']} of {c['pages']} pages); page-model Grains run: "
-            f"{ran_on} with containment, {ran_off} without; {sup} siblings suppressed. "
-            f"Healthy documents identical in both: {on['correct'] and off['correct']}.",
-            "",
-        ]
+            f"({c['poisoned_pages']} of {c['pages']} pages)."
+        )
+        for key, label in (("containment", "2 batches"), ("containment_in_flight_1", "1 batch")):
+            part = a.get(key)
+            if not part:
+                continue
+            on, off = part["variants"]["on"], part["variants"]["off"]
+            sup = on.get("calls", {}).get("model", {}).get("suppressed")
+            ran_on = on.get("calls", {}).get("model", {}).get("grains")
+            ran_off = off.get("calls", {}).get("model", {}).get("grains")
+            lines.append(
+                f"- {label} in flight per actor: page-model Grains run {ran_on} with "
+                f"containment, {ran_off} without; {sup} siblings suppressed; healthy "
+                f"documents identical: {on['correct'] and off['correct']}."
+            )
+        lines.append("")
     f = a.get("fifo", {})
     if f.get("simulated_saving") is not None:
         lines += [

@@ -273,6 +273,16 @@ def ablations(
     containment = systems_rayorch.run_variants(
         spec.w5, {"on": {"containment": True}, "off": {"containment": False}}, rounds
     )
+    # The same pair with one batch in flight per page-model actor: how much of the
+    # containment gap is the in-flight window (see ANALYSIS.md).
+    containment_1 = systems_rayorch.run_variants(
+        spec.w5,
+        {
+            "on": {"containment": True, "in_flight": 1},
+            "off": {"containment": False, "in_flight": 1},
+        },
+        rounds,
+    )
     cfg = sim_config(results)
     with shuffled_ready_order():
         sim_shuffled = simulate(w, cfg).makespan_s
@@ -282,6 +292,7 @@ def ablations(
         "fifo": _paired(fifo, "FIFO", "non-FIFO (shuffled)"),
         "batching": _paired(batching, "any_parent", "single_parent"),
         "containment": _paired(containment, "on", "off"),
+        "containment_in_flight_1": _paired(containment_1, "on", "off"),
     }
     out["fifo"]["simulated_saving"] = (
         round(1 - sim_fifo / sim_shuffled, 4) if sim_shuffled else None

@@ -35,10 +35,16 @@ def make_pipeline(
     ours: bool,
     containment: bool = True,
     batching: str | None = None,
+    in_flight: int | None = None,
 ) -> Any:
-    """The workload-1 pipeline for ``ro``; ``batching`` is this engine's option only."""
+    """The workload-1 pipeline for ``ro``. ``batching`` (render and page model) and
+    ``in_flight`` (the page model's ``max_batches_in_flight``) are this engine's
+    options only."""
     failure = ro.GroupFailure if containment else ro.RecordFailure
     extra: dict[str, Any] = {"batching": batching} if (ours and batching) else {}
+    model_extra: dict[str, Any] = (
+        {"max_batches_in_flight": in_flight} if (ours and in_flight) else {}
+    )
     accel = {"num_cpus": 0, "resources": {"accel": 1}}
 
     class DocPipeline(ro.Pipeline):  # type: ignore[name-defined,misc]
@@ -58,7 +64,13 @@ def make_pipeline(
             self.model = (
                 ro.RayModule(PageModel)
                 .pre_init(w.cost, failure, w.poison_ordinal)
-                .ray_options(replicas=w.accelerators, batch_size=w.model_batch, **accel, **extra)
+                .ray_options(
+                    replicas=w.accelerators,
+                    batch_size=w.model_batch,
+                    **accel,
+                    **extra,
+                    **model_extra,
+                )
             )
             self.write = (
                 ro.RayModule(Write)
