@@ -85,6 +85,7 @@ def _markdown(r: dict[str, Any], images: list[str]) -> list[str]:
     lines += _nested(r.get("nested"))
     lines += _ocr(r.get("ocr"))
     lines += _overhead(r.get("overhead"))
+    lines += _prototype(r.get("prototype"))
     lines += _simulator(r.get("simulator"))
     if r.get("errors"):
         lines += ["## Errors", ""] + [f"- {k}: {v}" for k, v in r["errors"].items()] + [""]
@@ -338,6 +339,29 @@ def _ocr(o: dict[str, Any] | None) -> list[str]:
     for k, v in o.get("skipped", {}).items():
         lines.append(f"- skipped {k}: {v}")
     return [*lines, ""]
+
+
+def _prototype(p: dict[str, Any] | None) -> list[str]:
+    if not p:
+        return []
+    lines = [
+        "## Prototype: dispatch while pools start (a proposed engine change)",
+        "",
+        "Workload 1 cold on this engine, as is and with `benchmarks/early_dispatch.py` (the",
+        "core gets each actor as soon as it is up instead of after all of them), alternating.",
+        "",
+    ]
+    rows = [
+        [
+            name,
+            _f(f["cold_s"]),
+            " ".join(_f(x) for x in f["cold_runs"]),
+            _f(f["first_doc_s"]),
+            "yes" if f["correct"] else "NO",
+        ]
+        for name, f in p.items()
+    ]
+    return lines + _table(["variant", "cold s", "runs", "1st doc s", "outputs ok"], rows)
 
 
 def _overhead(o: dict[str, Any] | None) -> list[str]:

@@ -26,6 +26,7 @@ __all__ = [
     "nested",
     "ocr",
     "overhead",
+    "prototype",
     "scaling",
     "simulator",
     "tuning",
@@ -314,6 +315,30 @@ def nested(
     w = replace(spec.w1, docs=spec.w3_docs, mean_pages=8)
     tuned = (results.get("tuning") or {}).get("best", {}).get("Daft", {}).get("parallelism")
     return w3.run_all(w, systems=systems, rounds=1, daft_partitions=tuned or 16)
+
+
+# -- prototype of a proposed engine change ----------------------------------------------
+def prototype(
+    spec: Size, results: dict[str, Any], *, systems: tuple[str, ...] | None
+) -> dict[str, Any]:
+    """Cold workload 1 with and without dispatching while pools start (``early_dispatch``),
+    alternating, to size the change ANALYSIS.md recommends. Not this engine's behaviour."""
+    from .early_dispatch import early_dispatch
+
+    runs: dict[str, list[Measurement]] = {"as is": [], "early dispatch": []}
+    for _ in range(spec.rounds):
+        runs["as is"].append(systems_rayorch.run_pair(OURS, spec.w1, warm_runs=0)[0])
+        with early_dispatch():
+            runs["early dispatch"].append(systems_rayorch.run_pair(OURS, spec.w1, warm_runs=0)[0])
+    return {
+        name: {
+            "cold_s": round(statistics.median(m.e2e_s for m in ms), 4),
+            "cold_runs": [round(m.e2e_s, 4) for m in ms],
+            "first_doc_s": round(statistics.median(m.first_doc_s or 0.0 for m in ms), 4),
+            "correct": all(m.correct for m in ms),
+        }
+        for name, ms in runs.items()
+    }
 
 
 # -- workload 2: real OCR ------------------------------------------------------------------

@@ -29,7 +29,17 @@ from .sizes import SIZES
 __all__ = ["main", "run_suite"]
 
 REPO = Path(__file__).resolve().parent.parent
-SECTIONS = ("overhead", "tuning", "e2e", "scaling", "ablations", "nested", "ocr", "simulator")
+SECTIONS = (
+    "overhead",
+    "tuning",
+    "e2e",
+    "scaling",
+    "ablations",
+    "nested",
+    "ocr",
+    "simulator",
+    "prototype",
+)
 
 
 def start_ray(accel: int = 16) -> bool:
