@@ -64,9 +64,27 @@ def start_ray(accel: int = 16) -> bool:
     return True
 
 
+def _commit() -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
 def environment() -> dict[str, Any]:
     load = os.getloadavg()
     return {
+        "git_commit": _commit(),
         "python": platform.python_version(),
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
