@@ -4,9 +4,10 @@
 
 Both engines run the same no-op pipeline (root no-op Call -> expand -> no-op
 Call with batch 256 on 2 replicas -> reduce; Grains/s counts the children) on
-the same local Ray, in the same process, alternating over ``--repeats`` rounds. "cold" includes creating the
-executor and its actors; "warm" reuses an executor whose actors are up. The
-paper's package (``rayorch`` on PyPI) is installed by the ``bench`` extra only.
+the same local Ray, in the same process, alternating over ``--repeats`` rounds.
+"cold" includes creating the executor and its actors; "warm" reuses an executor
+whose actors are up. The paper's package (``rayorch`` on PyPI) is installed by the
+``bench`` extra only.
 """
 
 from __future__ import annotations
