@@ -202,6 +202,9 @@ class AssembleDocument:
     page that was not blank; ``skipped_pages`` lists the 1-based numbers of the others.
     """
 
+    #: The key of each page detail that holds its text.
+    text_key = "text"
+
     def run(
         self, page_lists: Sequence[Sequence[dict[str, Any]]], infos: Sequence[dict[str, Any]]
     ) -> list[dict[str, Any]]:
@@ -212,7 +215,7 @@ class AssembleDocument:
                 {
                     "source": info["source"],
                     "pages": int(info["pages"]),
-                    "markdown": "\n\n".join(d["text"] for d in details if d["text"]),
+                    "markdown": "\n\n".join(d[self.text_key] for d in details if d[self.text_key]),
                     "page_details": list(details),
                     "skipped_pages": [
                         n for n in range(1, int(info["pages"]) + 1) if n not in present

@@ -6,12 +6,9 @@ import hashlib
 import os
 import tempfile
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.workloads._deps import MissingModelError
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
+from airflow_provider_rayorch.workloads.document_stages import AssembleDocument
 
 __all__ = ["AssembleMarkdown", "SourceFiles", "require_model_dir"]
 
@@ -59,24 +56,7 @@ class SourceFiles:
         return path
 
 
-class AssembleMarkdown:
+class AssembleMarkdown(AssembleDocument):
     """``doc``: join per-page ``{"page", "markdown"}`` results like ``AssembleDocument``."""
 
-    def run(
-        self, page_lists: Sequence[Sequence[dict[str, Any]]], infos: Sequence[dict[str, Any]]
-    ) -> list[dict[str, Any]]:
-        out = []
-        for details, info in zip(page_lists, infos, strict=True):
-            present = {d["page"] for d in details}
-            out.append(
-                {
-                    "source": info["source"],
-                    "pages": int(info["pages"]),
-                    "markdown": "\n\n".join(d["markdown"] for d in details if d["markdown"]),
-                    "page_details": list(details),
-                    "skipped_pages": [
-                        n for n in range(1, int(info["pages"]) + 1) if n not in present
-                    ],
-                }
-            )
-        return out
+    text_key = "markdown"
