@@ -31,9 +31,29 @@ def test_expected_dags(dagbag) -> None:
     assert {"rayorch_minimal", "rayorch_ingest"} <= set(dagbag.dag_ids)
 
 
-def test_ray_not_initialized_at_parse_time(dagbag) -> None:
-    ray = sys.modules.get("ray")
-    assert ray is None or not ray.is_initialized()
+def test_ray_not_initialized_at_parse_time(tmp_path: Path) -> None:
+    """Parse the examples in a fresh interpreter (other tests may run a Ray here)."""
+    import os
+    import subprocess
+
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from airflow.dag_processing.dagbag import DagBag\n"
+        "bag = DagBag(dag_folder=sys.argv[1])\n"
+        "ray = sys.modules.get('ray')\n"
+        "print('RAY_STARTED', bool(ray and ray.is_initialized()), len(bag.dag_ids))\n"
+    )
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path), "RAY_ADDRESS": ""}
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(EXAMPLES)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        check=False,
+    )
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RAY_STARTED")), "")
+    assert line.startswith("RAY_STARTED False"), proc.stdout[-2000:] + proc.stderr[-2000:]
 
 
 def test_ingest_dag_wires_microbatch_pattern(dagbag) -> None:

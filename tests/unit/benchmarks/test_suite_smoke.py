@@ -8,36 +8,42 @@ test prints which. No timing is asserted.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
-ray = pytest.importorskip("ray")
+pytest.importorskip("ray")
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
-@pytest.fixture
-def local_ray():
-    """Ray with 2 CPUs and 16 emulated accelerators, or the one already up."""
-    started = False
-    if not ray.is_initialized():
-        from benchmarks.suite import start_ray
-
-        started = start_ray()
-    yield
-    if started:
-        ray.shutdown()
+def run_smoke_suite(out: Path) -> dict:
+    """Run the suite at the smoke size in a fresh process (it starts its own Ray, with
+    the emulated accelerators, whatever Ray other tests left running here)."""
+    root = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": ""}
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.suite", "--size", "smoke", "--out", str(out)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=560,
+        check=False,
+        start_new_session=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads((out / "results.json").read_text())
 
 
 @pytest.mark.timeout(600)
-def test_smoke_suite_writes_results_readme_and_plots(tmp_path: Path, local_ray: None) -> None:
-    from benchmarks.suite import SECTIONS, run_suite
+def test_smoke_suite_writes_results_readme_and_plots(tmp_path: Path) -> None:
+    from benchmarks.suite import SECTIONS
 
-    results = run_suite("smoke", tmp_path, plots=True)
+    results = run_smoke_suite(tmp_path)
 
     skipped = results["e2e"]["skipped"]
     peer_errors = results["e2e"]["errors"]
@@ -55,8 +61,7 @@ def test_smoke_suite_writes_results_readme_and_plots(tmp_path: Path, local_ray: 
     assert all(p["correct"] for p in results["scaling"]["points"])
     assert results["ablations"]["containment"]["variants"]["on"]["correct"]
     assert results["overhead"]["pure_core"]["grains"] > 0
-    saved = json.loads((tmp_path / "results.json").read_text())
-    assert saved["size"] == "smoke"
+    assert results["size"] == "smoke"
     readme = (tmp_path / "README.md").read_text()
     assert "Workload 1" in readme
     try:
