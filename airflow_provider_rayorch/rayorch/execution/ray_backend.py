@@ -54,11 +54,9 @@ class _Recipe:
     """How to compute a batch's values again: which module, Call and inputs."""
 
     module: int
+    call: int
     name: str
     columns: list[list[Any]]
-    kwargs: dict[str, Any]
-    n_outputs: int
-    facts: tuple[tuple[bool, bool], ...]
 
 
 @dataclass(slots=True)
@@ -146,6 +144,17 @@ class RayBackend:
             options["scheduling_strategy"] = "SPREAD"
         return options
 
+    def _call_specs(
+        self, module_id: int
+    ) -> dict[int, tuple[str, dict[str, Any], int, tuple[tuple[bool, bool], ...]]]:
+        """What each Call of a module needs on its actors, sent once at creation."""
+        n_outputs = self.plan.modules[module_id].num_outputs
+        return {
+            node.id: (node.name, dict(node.kwargs), n_outputs, self._facts[node.id])
+            for node in self.plan.calls
+            if node.module == module_id
+        }
+
     def _spawn(self, module_id: int) -> str:
         module = self.plan.modules[module_id]
         self._spawned += 1
@@ -153,7 +162,9 @@ class RayBackend:
         actor = (
             _remote_worker_class()
             .options(**self._actor_options(module_id))
-            .remote(module.udf, module.init_args, dict(module.init_kwargs))
+            .remote(
+                module.udf, module.init_args, dict(module.init_kwargs), self._call_specs(module_id)
+            )
         )
         self._actors[key] = actor
         self._module_of[key] = module_id
@@ -250,15 +261,7 @@ class RayBackend:
         actor = self._actors.get(command.worker)
         if actor is None:  # replaced meanwhile; the core already re-queued its Grains
             return
-        node = command.node
-        module = self.plan.modules[node.module]  # type: ignore[index]
-        report, values = actor.run.remote(
-            node.name,
-            command.columns,
-            command.kwargs,
-            module.num_outputs,
-            self._facts[node.id],
-        )
+        report, values = actor.run.remote(command.node.id, command.columns)
         inflight[report] = _InFlight(command.batch, command.worker, values, command, attempts)
 
     def _collect(self, core: Core, inflight: dict[Any, _InFlight]) -> list[Any]:
@@ -306,14 +309,7 @@ class RayBackend:
         n = len(entry.dispatch.columns[0])
         box = Box(
             entry.values,
-            _Recipe(
-                module.id,
-                node.name,
-                entry.dispatch.columns,
-                entry.dispatch.kwargs,
-                module.num_outputs,
-                self._facts[node.id],
-            ),
+            _Recipe(module.id, node.id, node.name, entry.dispatch.columns),
         )
         self._boxes[entry.values.hex()] = box
         k_out = module.num_outputs
@@ -381,9 +377,7 @@ class RayBackend:
                         f"no live actor of Call {recipe.name!r} to recompute lost values on"
                     )
                 actor = self._actors[live[attempt % len(live)]]
-                report_ref, values_ref = actor.run.remote(
-                    recipe.name, recipe.columns, recipe.kwargs, recipe.n_outputs, recipe.facts
-                )
+                report_ref, values_ref = actor.run.remote(recipe.call, recipe.columns)
                 try:
                     report = ray.get(report_ref, timeout=600)
                 except (RayActorError, GetTimeoutError):

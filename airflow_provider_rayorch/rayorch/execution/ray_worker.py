@@ -32,8 +32,16 @@ def length_fact(value: Any) -> int:
 class PoolWorker:
     """Runs one UDF instance; created as a Ray actor by the Ray backend."""
 
-    def __init__(self, udf: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        udf: type,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        calls: dict[int, tuple[str, dict[str, Any], int, tuple[tuple[bool, bool], ...]]],
+    ) -> None:
         self.instance = instantiate(udf, args, kwargs)
+        #: call id -> (name, static kwargs, outputs, facts): sent once, not per batch.
+        self.calls = calls
 
     def ready(self) -> tuple[int, str]:
         return os.getpid(), ray.get_runtime_context().get_node_id()
@@ -42,15 +50,10 @@ class PoolWorker:
         return os.getpid()
 
     @ray.method(num_returns=2)
-    def run(
-        self,
-        name: str,
-        columns: list[list[Any]],
-        kwargs: dict[str, Any],
-        n_outputs: int,
-        facts: tuple[tuple[bool, bool], ...],
-    ) -> tuple[tuple[Any, ...], Any]:
-        """Return ``(report, values)``; the report is small, the values stay remote."""
+    def run(self, call: int, columns: list[list[Any]]) -> tuple[tuple[Any, ...], Any]:
+        """Run Call ``call`` on one batch; return ``(report, values)``: the report is
+        small, the values stay remote."""
+        name, kwargs, n_outputs, facts = self.calls[call]
         boxes: dict[int, Box] = {}
         for column in columns:
             for value in column:
