@@ -67,4 +67,28 @@ def test_scheduled_ingestion_dag(airflow_env, e2e_root) -> None:
     assert tasks["ingest.stop_ray_head[-1]"]["state"] == "success"
     assert xcoms["report[-1].return_value"]["documents"] == 9
     head = xcoms["ingest.ray_head[-1].return_value"]
-    assert not os.path.exists(f"/proc/{head['pgid']}")  # the head's process group is gone
+    assert live_members(head["pgid"]) == []  # the head's process group is gone
+
+
+def live_members(pgid: int, wait_s: float = 30.0) -> list[int]:
+    """Processes of group ``pgid`` that are still alive (zombies, which a container's
+    init may never reap, do not count), after waiting up to ``wait_s`` for them to exit."""
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        alive = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            state, group = fields[0], int(fields[2])
+            if group == pgid and state != "Z":
+                alive.append(int(entry))
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.2)
