@@ -178,30 +178,36 @@ def test_random_actor_kills_lose_and_duplicate_nothing() -> None:
     assert total_kills > 0
 
 
-def run_node_loss(remove: bool) -> dict[str, Any]:
+def run_module(module: str, tag: str, *args: str, timeout: float) -> dict[str, Any]:
+    """Run ``python -m module`` in a fresh process (it needs its own ``ray.init``) and
+    return the JSON of its one output line that starts with ``tag``."""
     import json
     import os
     import subprocess
     import sys
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
-    args = [sys.executable, "-m", "tests.integration.rayorch.node_loss_run"]
-    if remove:
-        args.append("--remove-node")
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": ""}
     proc = subprocess.run(
-        args,
+        [sys.executable, "-m", module, *args],
         cwd=root,
         env=env,
         capture_output=True,
         text=True,
-        timeout=400,
+        timeout=timeout,
         check=False,
         start_new_session=True,
     )
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("NODE_LOSS_RESULT ")), None)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith(f"{tag} ")), None)
     assert line is not None, proc.stdout[-2000:] + proc.stderr[-4000:]
     return json.loads(line.split(" ", 1)[1])
+
+
+def run_node_loss(remove: bool) -> dict[str, Any]:
+    args = ["--remove-node"] if remove else []
+    return run_module(
+        "tests.integration.rayorch.node_loss_run", "NODE_LOSS_RESULT", *args, timeout=400
+    )
 
 
 @pytest.mark.timeout(900)
@@ -288,24 +294,5 @@ def test_pools_asking_more_than_the_cluster_fail_fast() -> None:
 
 @pytest.mark.timeout(300)
 def test_a_run_starts_and_stops_its_own_ray_with_init_kwargs() -> None:
-    import json
-    import os
-    import subprocess
-    import sys
-
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": ""}
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.integration.rayorch.owned_ray_run"],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=280,
-        check=False,
-        start_new_session=True,
-    )
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("OWNED_RAY ")), None)
-    assert line is not None, proc.stdout[-2000:] + proc.stderr[-3000:]
-    seen = json.loads(line.split(" ", 1)[1])
+    seen = run_module("tests.integration.rayorch.owned_ray_run", "OWNED_RAY", timeout=280)
     assert seen == {"cpus": [1.0, 1.0], "inside": True, "after": False}
