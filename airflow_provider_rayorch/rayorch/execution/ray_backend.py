@@ -2,7 +2,11 @@
 
 One pool of ``PoolWorker`` actors per ``RayModule``; each actor may hold
 ``max_batches_in_flight`` batches so the next batch is already there when one
-ends. Completions are awaited with ``ray.wait`` (no polling). Payloads stay in
+ends. Actors start a few at a time (as many as the cluster has CPUs), one per
+pool first: starting them all at once makes every process share the CPUs and
+come up together, late. ``open()`` returns when every pool has one actor; the
+others join the core as they come up, while batches already run.
+Completions are awaited with ``ray.wait`` (no polling). Payloads stay in
 the object store: the driver keeps ``RemoteValue`` references and the small
 per-batch reports. A dead actor is reported to the core as ``WorkerLost`` (its
 Grains run again under a new generation) and replaced; a payload lost with its
@@ -79,6 +83,7 @@ class RayBackend:
         ray_init_kwargs: dict[str, Any] | None = None,
         actor_start_timeout_s: float = 600.0,
         wait_for_resources: bool = False,
+        actor_start_concurrency: int | None = None,
     ) -> None:
         self.plan = plan
         self.address = address
@@ -86,12 +91,24 @@ class RayBackend:
         self.actor_start_timeout_s = actor_start_timeout_s
         #: Let pools wait for resources the cluster does not have yet (autoscaling).
         self.wait_for_resources = wait_for_resources
+        if actor_start_concurrency is not None and actor_start_concurrency < 1:
+            raise ValueError(
+                f"actor_start_concurrency must be at least 1, got {actor_start_concurrency}"
+            )
+        #: Actors starting at once (default: the cluster's CPUs, at least 2).
+        self.actor_start_concurrency = actor_start_concurrency
         self.values = RayValues(self._fetch_one)
         self._owns_ray = False
         self._actors: dict[str, Any] = {}
         self._module_of: dict[str, int] = {}
         self._all_actors: list[Any] = []
         self._spawned = 0
+        #: Modules whose next actor is yet to be created, in start order.
+        self._to_start: list[int] = []
+        #: ``ready()`` reference -> key of an actor that is starting.
+        self._starting: dict[Any, str] = {}
+        #: Actors that are up, in the order they came up (each run's core gets them).
+        self._up: list[str] = []
         self._facts = _facts_by_call(plan)
         self._boxes: weakref.WeakValueDictionary[str, Box] = weakref.WeakValueDictionary()
         self.losses = 0
@@ -105,14 +122,55 @@ class RayBackend:
             self._owns_ray = True
         try:
             self._check_resources()
-            pending = []
-            for module in self.plan.modules:
-                for _ in range(module.options.replicas):
-                    pending.append(self._spawn(module.id))
-            self._await_ready(pending)
+            self._to_start = _start_order([m.options.replicas for m in self.plan.modules])
+            pools = len(set(self._to_start))
+            concurrency = self.actor_start_concurrency or max(
+                2, int(ray.cluster_resources().get("CPU", 2))
+            )
+            self._start_more(max(concurrency, pools))
+            # One actor per pool before any batch: a UDF that cannot start fails here.
+            firsts = list(self._starting.items())[:pools]
+            self._await_ready([key for _, key in firsts])
+            for ref, key in firsts:
+                del self._starting[ref]
+                self._up.append(key)
+            self._start_more(concurrency - len(self._starting))
         except BaseException:
             self.close()
             raise
+
+    def _start_more(self, n: int) -> None:
+        """Create up to ``n`` more actors from the start order."""
+        for _ in range(max(0, n)):
+            if not self._to_start:
+                return
+            key = self._spawn(self._to_start.pop(0))
+            self._starting[self._actors[key].ready.remote()] = key
+
+    def _started(self, core: Core | None, refs: list[Any]) -> list[Any]:
+        """Actors whose ``ready()`` resolved join ``core`` (and every later run's);
+        the next ones start."""
+        commands: list[Any] = []
+        for ref in refs:
+            key = self._starting.pop(ref)
+            try:
+                ray.get(ref)
+            except RayActorError as exc:
+                if exc.actor_init_failed:
+                    name = self.plan.modules[self._module_of[key]].name
+                    raise ExecutionError(
+                        f"module {name!r} failed to start its actor: {_short(exc)}"
+                    ) from exc
+                # Killed or lost with its node while starting: start another.
+                self.losses += 1
+                self._actors.pop(key, None)
+                self._to_start.insert(0, self._module_of[key])
+            else:
+                self._up.append(key)
+                if core is not None:
+                    commands += core.handle(WorkerAdded(key, self._module_of[key]))
+            self._start_more(1)
+        return commands
 
     def close(self) -> None:
         for actor in self._all_actors:
@@ -122,6 +180,9 @@ class RayBackend:
                 log.debug("killing actor failed: %s", exc)
         self._all_actors.clear()
         self._actors.clear()
+        self._starting.clear()
+        self._up.clear()
+        self._to_start.clear()
         if self._owns_ray:
             self._owns_ray = False
             ray.shutdown()
@@ -247,7 +308,11 @@ class RayBackend:
     # -- driving ------------------------------------------------------------------
     def drive(self, core: Core) -> Iterator[Microbatch]:
         inflight: dict[Any, _InFlight] = {}
-        workers = [(k, m, None) for k, m in self._module_of.items() if k in self._actors]
+        if self._starting:  # actors that came up since the last run
+            done, _ = ray.wait(list(self._starting), num_returns=len(self._starting), timeout=0)
+            self._started(None, done)
+        self._up = [k for k in self._up if k in self._actors]
+        workers = [(k, self._module_of[k], None) for k in self._up]
         yield from drive(
             core,
             workers,
@@ -265,12 +330,15 @@ class RayBackend:
         inflight[report] = _InFlight(command.batch, command.worker, values, command, attempts)
 
     def _collect(self, core: Core, inflight: dict[Any, _InFlight]) -> list[Any]:
-        refs = list(inflight)
+        refs = [*inflight, *self._starting]
         ready, rest = ray.wait(refs, num_returns=1)
         if rest:
             more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
             ready += more
         commands: list[Any] = []
+        started = [ref for ref in ready if ref in self._starting]
+        if started:
+            commands += self._started(core, started)
         for ref in ready:
             entry = inflight.pop(ref, None)
             if entry is None:
@@ -356,6 +424,7 @@ class RayBackend:
         if self.losses > 10 * max(1, len(self._module_of)):
             raise ExecutionError(f"too many actors died ({self.losses}); last: {reason}")
         key = self._spawn(module_id)
+        self._up.append(key)  # the core may send it batches now: Ray queues them
         commands += core.handle(WorkerAdded(key, module_id))
         return commands
 
@@ -426,6 +495,16 @@ def _remote_worker_class() -> Any:
     if _REMOTE_CLASS is None:
         _REMOTE_CLASS = ray.remote(PoolWorker)
     return _REMOTE_CLASS
+
+
+def _start_order(replicas: list[int]) -> list[int]:
+    """Module ids in the order their actors start: the first actor of every pool
+    (so batches can flow), then the rest interleaved in proportion to pool size."""
+    firsts = [m for m, r in enumerate(replicas) if r > 0]
+    rest = sorted(
+        ((k / r, m) for m, r in enumerate(replicas) for k in range(1, r)),
+    )
+    return firsts + [m for _, m in rest]
 
 
 def _describe(totals: list[dict[str, float]]) -> str:
