@@ -118,3 +118,11 @@ def median_of(runs: list[Measurement]) -> dict[str, Any]:
         "batch_fill": round(statistics.median(r.batch_fill for r in runs), 3),
         "correct": all(r.correct for r in runs),
     }
+
+
+def all_actors_up(executor: Any) -> None:
+    """Before a warm run: wait until every actor is up (this engine starts them a
+    few at a time; the paper's package has them all up after its constructor)."""
+    warm_up = getattr(executor, "warm_up", None)
+    if warm_up is not None:
+        warm_up()

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .measure import all_actors_up
 from .workload import CostModel, Workload, digest, make_docs
 
 __all__ = ["run_all"]
@@ -154,6 +155,7 @@ def run_rayorch(
             out = ex.run(rows, **kwargs).outputs
             cold.append(time.perf_counter() - t)
             ok = ok and {o["doc"]: o["digest"] for o in out} == want
+            all_actors_up(ex)
             t = time.perf_counter()
             out = ex.run(rows, **kwargs).outputs
             warm.append(time.perf_counter() - t)

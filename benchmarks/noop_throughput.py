@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 
+from .measure import all_actors_up
+
 if TYPE_CHECKING:
     from types import ModuleType
 
@@ -61,6 +63,7 @@ def measure(ro: ModuleType, sources: list[list[int]], args: argparse.Namespace) 
             max_active_input_batches=args.max_active,
         )
         cold = time.perf_counter() - t0
+        all_actors_up(executor)
         t1 = time.perf_counter()
         result = executor.run(
             sources,

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .measure import all_actors_up
+
 __all__ = ["available", "run_all"]
 
 WORDS = [
@@ -136,6 +138,7 @@ def run_all(docs: int, *, systems: tuple[str, ...] | None, rounds: int) -> dict[
                 with ro.Executor(pipeline(ro)) as ex:
                     result = ex.run(paths, input_batch_size=4, max_active_input_batches=2)
                     cold.append(time.perf_counter() - t)
+                    all_actors_up(ex)
                     t = time.perf_counter()
                     result = ex.run(paths, input_batch_size=4, max_active_input_batches=2)
                     warm.append(time.perf_counter() - t)

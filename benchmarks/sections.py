@@ -26,9 +26,9 @@ __all__ = [
     "nested",
     "ocr",
     "overhead",
-    "prototype",
     "scaling",
     "simulator",
+    "startup",
     "tuning",
     "versions",
 ]
@@ -317,19 +317,28 @@ def nested(
     return w3.run_all(w, systems=systems, rounds=1, daft_partitions=tuned or 16)
 
 
-# -- prototype of a proposed engine change ----------------------------------------------
-def prototype(
+# -- cold start: how the pools start ------------------------------------------------------
+def startup(
     spec: Size, results: dict[str, Any], *, systems: tuple[str, ...] | None
 ) -> dict[str, Any]:
-    """Cold workload 1 with and without dispatching while pools start (``early_dispatch``),
-    alternating, to size the change ANALYSIS.md recommends. Not this engine's behaviour."""
-    from .early_dispatch import early_dispatch
-
-    runs: dict[str, list[Measurement]] = {"as is": [], "early dispatch": []}
+    """Cold workload 1 with every actor started at once (the engine before it
+    started them a few at a time) and as the engine does now, alternating."""
+    actors = (
+        spec.w1.split_replicas
+        + spec.w1.render_replicas
+        + spec.w1.accelerators
+        + spec.w1.write_replicas
+    )
+    variants = {
+        "all actors at once": {"actor_start_concurrency": actors},
+        "a few at a time (default)": {},
+    }
+    runs: dict[str, list[Measurement]] = {name: [] for name in variants}
     for _ in range(spec.rounds):
-        runs["as is"].append(systems_rayorch.run_pair(OURS, spec.w1, warm_runs=0)[0])
-        with early_dispatch():
-            runs["early dispatch"].append(systems_rayorch.run_pair(OURS, spec.w1, warm_runs=0)[0])
+        for name, options in variants.items():
+            runs[name].append(
+                systems_rayorch.run_pair(OURS, spec.w1, warm_runs=0, executor_options=options)[0]
+            )
     return {
         name: {
             "cold_s": round(statistics.median(m.e2e_s for m in ms), 4),

@@ -38,7 +38,7 @@ SECTIONS = (
     "nested",
     "ocr",
     "simulator",
-    "prototype",
+    "startup",
 )
 
 

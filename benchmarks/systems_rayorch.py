@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from .measure import Measurement, expected_digests, measure
+from .measure import Measurement, all_actors_up, expected_digests, measure
 from .workload import PageModel, Render, Split, Workload, Write, make_docs
 
 if TYPE_CHECKING:
@@ -92,8 +92,10 @@ def run_pair(
     containment: bool = True,
     batching: str | None = None,
     warm_runs: int = 1,
+    executor_options: dict[str, Any] | None = None,
 ) -> list[Measurement]:
-    """One cold run (executor creation included) then ``warm_runs`` warm runs."""
+    """One cold run (executor creation included) then ``warm_runs`` warm runs.
+    ``executor_options`` go to this engine's ``Executor``."""
     ro = importlib.import_module(ENGINES[system])
     docs = make_docs(w)
     rows = [asdict(d) for d in docs]
@@ -108,11 +110,14 @@ def run_pair(
     out: list[Measurement] = []
     started = time.time()
     executor = (
-        ro.Executor(pipeline) if system != "this engine" else ro.Executor(pipeline, progress=False)
+        ro.Executor(pipeline)
+        if system != "this engine"
+        else ro.Executor(pipeline, progress=False, **(executor_options or {}))
     )
     with executor as ex:
         for i in range(1 + warm_runs):
             if i:
+                all_actors_up(ex)
                 started = time.time()
             cpu = time.process_time()
             result = ex.run(rows, **kwargs)
@@ -188,6 +193,7 @@ def run_variants(
             if key not in by_key:
                 pipeline = make_pipeline(ro, w, ours=True, **options)
                 by_key[key] = stack.enter_context(ro.Executor(pipeline, progress=False))
+                all_actors_up(by_key[key])
             executors[name] = by_key[key]
         for _ in range(rounds):
             for name, ex in executors.items():

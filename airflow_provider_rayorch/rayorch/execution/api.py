@@ -33,6 +33,7 @@ class Backend(Protocol):
     def values(self) -> ValueOps: ...
 
     def open(self) -> None: ...
+    def warm_up(self, timeout_s: float | None = None) -> None: ...
     def close(self) -> None: ...
     def drive(self, core: Core) -> Iterator[Microbatch]: ...
     def metrics(self) -> dict[str, Any]: ...
@@ -95,6 +96,16 @@ class Executor:
             )
         backend.open()
         self._backend = backend
+
+    def warm_up(self, timeout_s: float | None = None) -> None:
+        """Open, then block until every actor of every pool is up.
+
+        ``open()`` returns once each pool has one actor and the others join runs
+        as they start; call this before timing warm runs, or to pay the whole
+        start-up before the first source arrives."""
+        self.open()
+        assert self._backend is not None
+        self._backend.warm_up(timeout_s)
 
     def close(self) -> None:
         backend, self._backend = self._backend, None

@@ -63,6 +63,9 @@ class LocalBackend:
             for _ in range(module.options.replicas):
                 self._spawn(module.id)
 
+    def warm_up(self, timeout_s: float | None = None) -> None:
+        """Nothing to wait for: the instances are created by ``open()``."""
+
     def close(self) -> None:
         self._instances.clear()
 

@@ -139,6 +139,24 @@ class RayBackend:
             self.close()
             raise
 
+    def warm_up(self, timeout_s: float | None = None) -> None:
+        """Block until every actor has started (``ResourceUnavailableError`` after
+        ``timeout_s``, default ``actor_start_timeout_s``)."""
+        limit = self.actor_start_timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + limit
+        while self._starting:
+            left = deadline - time.monotonic()
+            done, _ = ray.wait(list(self._starting), num_returns=1, timeout=max(0.0, left))
+            if not done:
+                names = sorted(
+                    {self.plan.modules[self._module_of[k]].name for k in self._starting.values()}
+                )
+                raise ResourceUnavailableError(
+                    f"actors of {', '.join(names)} did not start within {limit:.0f}s; "
+                    "the cluster may lack the resources they ask for (see ray status)"
+                )
+            self._started(None, done)
+
     def _start_more(self, n: int) -> None:
         """Create up to ``n`` more actors from the start order."""
         for _ in range(max(0, n)):

@@ -66,6 +66,28 @@ def test_executor_keeps_pools_warm_across_runs() -> None:
     assert as_comparable(first.outputs) == as_comparable(second.outputs)
 
 
+def test_actors_start_a_few_at_a_time_and_join_runs_as_they_come_up() -> None:
+    expected = ro.run(Docs(replicas=3), DOCS, backend="local")
+    with ro.Executor(Docs(replicas=3), backend="ray", actor_start_concurrency=1) as executor:
+        backend: Any = executor._backend
+        # open() returned with one actor per pool; the page pool's other two start later.
+        assert sorted(k.split("#")[0] for k in backend._up) == ["join", "page", "split"]
+        assert len(backend._starting) == 1
+        first = executor.run(DOCS, input_batch_size=4)
+        executor.warm_up(timeout_s=300)
+        assert not backend._starting
+        second = executor.run(DOCS, input_batch_size=4)
+        page_module = next(m.id for m in executor.plan.modules if m.name == "page")
+        assert len(executor.last_core.workers_of(page_module)) == 3
+    assert as_comparable(first.outputs) == as_comparable(expected.outputs)
+    assert as_comparable(second.outputs) == as_comparable(expected.outputs)
+
+
+def test_actor_start_concurrency_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="actor_start_concurrency"):
+        ro.Executor(Docs(), backend="ray", actor_start_concurrency=0).open()
+
+
 def test_stream_yields_each_microbatch_with_its_summary() -> None:
     with ro.Executor(Docs(), backend="ray") as executor:
         parts = list(executor.stream(DOCS, input_batch_size=4, max_active_input_batches=2))
