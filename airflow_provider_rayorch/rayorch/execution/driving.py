@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ExecutionError
-from ..runtime.events import Abort, Dispatch, MicrobatchDone, RunFinished, WorkerAdded
+from ..runtime.events import Abort, Dispatch, MicrobatchDone, RunFinished, Withdraw, WorkerAdded
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -23,13 +23,15 @@ def drive(
     advance: Callable[[], list[Any]],
     has_work: Callable[[], bool],
     deliver: Callable[[Microbatch], None] | None = None,
+    withdraw: Callable[[Withdraw], None] | None = None,
 ) -> Iterator[Microbatch]:
     """Register ``workers`` (id, module, capacity), start ``core`` and carry out its
     commands until the run finishes, yielding microbatches as they complete.
 
     ``submit`` starts a batch, ``advance`` waits for (or runs) batches and returns the
     commands their events produced, ``has_work`` tells whether batches are pending,
-    ``deliver`` prepares a finished microbatch (e.g. fetches remote outputs).
+    ``deliver`` prepares a finished microbatch (e.g. fetches remote outputs),
+    ``withdraw`` tells workers which rows of their queued batches to skip.
     """
     commands: list[Any] = []
     for worker, module, capacity in workers:
@@ -40,6 +42,9 @@ def drive(
             kind = type(command)
             if kind is Dispatch:
                 submit(command)
+            elif kind is Withdraw:
+                if withdraw is not None:
+                    withdraw(command)
             elif kind is MicrobatchDone:
                 microbatch = command.microbatch
                 if deliver is not None:

@@ -33,11 +33,13 @@ from ..runtime.events import (
     BatchRejected,
     Dispatch,
     Event,
+    Withdraw,
+    Withdrawn,
     WorkerAdded,
     WorkerLost,
 )
 from .driving import drive
-from .ray_worker import PoolWorker
+from .ray_worker import CONCURRENCY_GROUPS, PoolWorker
 from .remote_values import Box, RayValues, RemoteValue, collect_boxes, materialize
 
 if TYPE_CHECKING:
@@ -113,6 +115,8 @@ class RayBackend:
         self._boxes: weakref.WeakValueDictionary[str, Box] = weakref.WeakValueDictionary()
         self.losses = 0
         self.recomputed = 0
+        #: Rows of queued batches the workers skipped (a sibling's GroupFailure).
+        self.skipped = 0
 
     # -- lifecycle --------------------------------------------------------------
     def open(self) -> None:
@@ -210,6 +214,7 @@ class RayBackend:
             "backend": "ray",
             "workers_lost": self.losses,
             "batches_recomputed": self.recomputed,
+            "rows_skipped": self.skipped,
         }
 
     # -- pools ------------------------------------------------------------------
@@ -338,14 +343,20 @@ class RayBackend:
             advance=lambda: self._collect(core, inflight),
             has_work=lambda: bool(inflight),
             deliver=self._materialize_outputs,
+            withdraw=self._withdraw,
         )
 
     def _submit(self, command: Dispatch, inflight: dict[Any, _InFlight], attempts: int = 0) -> None:
         actor = self._actors.get(command.worker)
         if actor is None:  # replaced meanwhile; the core already re-queued its Grains
             return
-        report, values = actor.run.remote(command.node.id, command.columns)
+        report, values = actor.run.remote(command.node.id, command.batch, command.columns)
         inflight[report] = _InFlight(command.batch, command.worker, values, command, attempts)
+
+    def _withdraw(self, command: Withdraw) -> None:
+        actor = self._actors.get(command.worker)
+        if actor is not None:  # fire and forget: the batch's own report says what ran
+            actor.withdraw.remote(command.batch, list(command.rows))
 
     def _collect(self, core: Core, inflight: dict[Any, _InFlight]) -> list[Any]:
         refs = [*inflight, *self._starting]
@@ -402,6 +413,8 @@ class RayBackend:
         rows: list[Any] = []
         for i in range(n):
             if status is not None and status[i] is not None:
+                if type(status[i]) is Withdrawn:
+                    self.skipped += 1
                 rows.append(status[i])
                 continue
             if k_out == 1:
@@ -464,7 +477,7 @@ class RayBackend:
                         f"no live actor of Call {recipe.name!r} to recompute lost values on"
                     )
                 actor = self._actors[live[attempt % len(live)]]
-                report_ref, values_ref = actor.run.remote(recipe.call, recipe.columns)
+                report_ref, values_ref = actor.run.remote(recipe.call, 0, recipe.columns)
                 try:
                     report = ray.get(report_ref, timeout=600)
                 except (RayActorError, GetTimeoutError):
@@ -511,7 +524,7 @@ _REMOTE_CLASS: Any = None
 def _remote_worker_class() -> Any:
     global _REMOTE_CLASS
     if _REMOTE_CLASS is None:
-        _REMOTE_CLASS = ray.remote(PoolWorker)
+        _REMOTE_CLASS = ray.remote(concurrency_groups=CONCURRENCY_GROUPS)(PoolWorker)  # type: ignore[call-overload]
     return _REMOTE_CLASS
 
 

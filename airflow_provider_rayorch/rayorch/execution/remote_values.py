@@ -37,11 +37,16 @@ class RemoteValue:
     __slots__ = ("box", "length", "path", "truth")
 
     def __init__(
-        self, box: Box, path: tuple[int, ...], length: int | None = None, truth: bool | None = None
+        self,
+        box: Box,
+        path: tuple[int, ...],
+        length: int | str | None = None,
+        truth: bool | None = None,
     ) -> None:
         self.box = box
         self.path = path
-        #: Length when the value is a sequence, -1 when it is not, None when unknown.
+        #: Length when the value is a sequence, its type's name when it is not, None
+        #: when unknown.
         self.length = length
         self.truth = truth
 
@@ -98,7 +103,7 @@ class RayValues(ValueOps):
         if kind is RemoteValue:
             if value.length is None:
                 return super().split(self._fetch(value))
-            if value.length < 0:
+            if type(value.length) is str:  # not a sequence: its type's name
                 return None
             box, path = value.box, value.path
             return [RemoteValue(box, (*path, j)) for j in range(value.length)]
@@ -123,5 +128,7 @@ class RayValues(ValueOps):
 
     def kind(self, value: Any) -> str:
         if type(value) is RemoteValue:
+            if type(value.length) is str:
+                return value.length
             return "a value that is not a sequence"
         return super().kind(value)

@@ -28,6 +28,8 @@ from .events import (
     Event,
     MicrobatchDone,
     RunFinished,
+    Withdraw,
+    Withdrawn,
     WorkerAdded,
     WorkerLost,
 )
@@ -95,6 +97,7 @@ class CallState:
         "retries",
         "rpcs",
         "suppressed",
+        "withdrawn",
     )
 
     def __init__(self, node: Node, core: Core) -> None:
@@ -113,6 +116,8 @@ class CallState:
         self.pool: _Pool = core._pools[module.id]
         self.ready = 0
         self.rpcs = self.dispatched = self.retries = self.suppressed = self.failed = 0
+        #: Rows of in-flight batches a sibling's GroupFailure made moot.
+        self.withdrawn = 0
         self.busy_s = self.queue_wait_s = 0.0
         self.batch_hist: dict[int, int] = {}
 
@@ -125,6 +130,7 @@ class CallState:
             "grains_dispatched": self.dispatched,
             "retries": self.retries,
             "suppressed": self.suppressed,
+            "withdrawn": self.withdrawn,
             "failed": self.failed,
             "batch_size": self.batch_size,
             "batch_sizes": {str(k): v for k, v in sorted(self.batch_hist.items())},
@@ -638,12 +644,32 @@ class Core:
             return
         gfail[call.id] = (cause, grain)
         siblings = parent.children[e.domain.expand]  # type: ignore[index]
+        in_flight: set[int] = set()
         for sibling in siblings:  # type: ignore[union-attr]
             other = sibling.grains.get(call.id) if sibling.grains else None
-            if other is not None and other.phase is _READY:
-                self._suppress(other, cause)
+            if other is not None:
+                if other.phase is _READY:
+                    self._suppress(other, cause)
+                elif other.phase is _IN_FLIGHT:
+                    in_flight.add(id(other))
         if call.queue.single_parent:
             call.queue.discard_dead(parent)
+        if in_flight:
+            self._withdraw(call, in_flight)
+
+    def _withdraw(self, call: CallState, doomed: set[int]) -> None:
+        """Tell the backend which rows of in-flight batches can no longer commit."""
+        for batch in self._batches.values():
+            if batch.call is not call:
+                continue
+            rows = tuple(
+                i
+                for i, (g, gen) in enumerate(zip(batch.grains, batch.gens, strict=True))
+                if id(g) in doomed and g.gen == gen
+            )
+            if rows:
+                call.withdrawn += len(rows)
+                self._out.append(Withdraw(batch.id, batch.worker.id, rows))
 
     # -- dispatch ---------------------------------------------------------------
     def _pump(self, pool: _Pool) -> None:
@@ -766,6 +792,10 @@ class Core:
             if kind is RecordFailure or kind is GroupFailure:
                 self._commit_failure(grain, row.cause)
                 continue
+            if kind is Withdrawn:  # only rows of a group-failed parent may be skipped
+                raise InvalidTransition(
+                    grain.describe(), grain.phase.value, "commit", ["the backend skipped it"]
+                )
             move(grain, commit)
             if n_out == 1:
                 settle(grain.entity, out_slots[0], row)

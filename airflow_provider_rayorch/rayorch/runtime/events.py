@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from .core import Microbatch
 
 __all__ = [
+    "WITHDRAWN",
     "Abort",
     "BatchFinished",
     "BatchRaised",
@@ -20,6 +21,8 @@ __all__ = [
     "Event",
     "MicrobatchDone",
     "RunFinished",
+    "Withdraw",
+    "Withdrawn",
     "WorkerAdded",
     "WorkerLost",
 ]
@@ -92,6 +95,17 @@ class Dispatch:
 
 
 @dataclass(frozen=True, slots=True)
+class Withdraw:
+    """Rows ``rows`` (indexes into the batch) of in-flight batch ``batch`` can no
+    longer commit: a sibling's ``GroupFailure`` came first. A backend may skip them
+    if the batch has not started; their report is ignored either way."""
+
+    batch: int
+    worker: Any
+    rows: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class MicrobatchDone:
     """Every Item of the microbatch's sources has an outcome."""
 
@@ -110,4 +124,20 @@ class Abort:
     error: ExecutionError
 
 
-Command = Dispatch | MicrobatchDone | RunFinished | Abort
+Command = Dispatch | Withdraw | MicrobatchDone | RunFinished | Abort
+
+
+class Withdrawn:
+    """The row a backend reports for a withdrawn row it skipped (never committed)."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> str:
+        return "WITHDRAWN"
+
+    def __repr__(self) -> str:
+        return "WITHDRAWN"
+
+
+#: The one ``Withdrawn`` instance (it survives pickling as itself).
+WITHDRAWN = Withdrawn()

@@ -11,8 +11,9 @@ import ray
 
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.errors import ResourceUnavailableError
+from airflow_provider_rayorch.rayorch.execution.ray_backend import RayBackend
 
-from .udfs import DiePipeline, Docs, FanSlow, Grouped, Identity
+from .udfs import DiePipeline, Docs, FanSlow, Gate, Gated, Grouped, Identity
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -139,6 +140,38 @@ def test_group_failure_suppresses_queued_siblings_on_ray() -> None:
     # docs 6 (pages 6..11) and 27 (27..32) have a page divisible by 5 only at 10 and 30:
     outcomes = [o.outcome if isinstance(o, ro.OutputIssue) else "present" for o in result.outputs]
     assert outcomes == [ro.ItemOutcome.SUPPRESSED] * 5 or "present" in outcomes
+
+
+def test_rows_queued_at_an_actor_are_skipped_after_a_sibling_group_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Batch 1 fails its document; batch 2 (a sibling) holds the actor until the
+    test opens the gate, which it does once the actor has taken the withdrawal of
+    batch 3 (another sibling, queued behind): batch 3 never runs its UDF."""
+    gate = ray.remote(Gate).options(name="gate").remote()
+    withdrawn: list[int] = []
+
+    def withdraw_then_open(self: Any, command: Any) -> None:
+        actor = self._actors[command.worker]
+        ray.get(actor.withdraw.remote(command.batch, list(command.rows)))
+        withdrawn.append(command.batch)
+        if len(withdrawn) == 2:  # batches 2 and 3: the actor knows both now
+            ray.get(gate.open.remote())
+
+    monkeypatch.setattr(RayBackend, "_withdraw", withdraw_then_open)
+    try:
+        result = ro.run(Gated(), [["fail", "wait", "skip"], ["ok"]], backend="ray")
+    finally:
+        ray.kill(gate)
+    assert as_comparable(result.outputs) == [
+        (ro.ItemOutcome.SUPPRESSED.value, "doc[0]/page[0]: torn"),
+        ["OK"],
+    ]
+    assert withdrawn == [2, 3]
+    assert result.metrics["rows_skipped"] >= 1  # batch 3 (batch 2 too, had it not started)
+    page = next(c for c in result.calls if c["name"] == "page")
+    assert page["withdrawn"] == 2
+    assert page["suppressed"] == 2
 
 
 def test_actor_death_inside_udf_is_replaced_and_rerun(tmp_path: Path) -> None:

@@ -187,3 +187,54 @@ class Owner:
         import ray
 
         return [ray.put(b"x" * 1024)]
+
+
+class Gate:
+    """A named actor a UDF waits on, opened by the test (no sleeping on luck)."""
+
+    def __init__(self) -> None:
+        self.opened = False
+
+    def open(self) -> None:
+        self.opened = True
+
+    def is_open(self) -> bool:
+        return self.opened
+
+
+class GatedPages:
+    """``"fail"`` is a GroupFailure, ``"wait"`` blocks until the gate opens, any
+    other page comes back upper-cased."""
+
+    def run(self, pages: list[str]) -> list[Any]:
+        import time
+
+        import ray
+
+        out: list[Any] = []
+        for page in pages:
+            if page == "fail":
+                out.append(ro.GroupFailure("torn"))
+                continue
+            if page == "wait":
+                gate = ray.get_actor("gate")
+                deadline = time.monotonic() + 120
+                while not ray.get(gate.is_open.remote()):
+                    if time.monotonic() > deadline:
+                        raise TimeoutError("the test never opened the gate")
+                    time.sleep(0.01)
+            out.append(page.upper())
+        return out
+
+
+class Gated(ro.Pipeline):
+    """doc (a list of page strings) -> pages on one actor, one page per batch,
+    three batches queued at once -> reduce."""
+
+    def __init__(self) -> None:
+        self.page = ro.RayModule(GatedPages).ray_options(
+            replicas=1, batch_size=1, max_batches_in_flight=3
+        )
+
+    def forward(self, doc: Any) -> Any:
+        return ro.F.reduce(self.page(ro.F.expand(doc, domain="page")))

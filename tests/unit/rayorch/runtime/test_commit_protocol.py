@@ -1,7 +1,8 @@
 """A stateful test of the commit protocol on the core.
 
 Hypothesis plays an adversarial executor: it dispatches (the core decides),
-finishes batches with values, RecordFailures and GroupFailures, raises, returns
+finishes batches with values, RecordFailures and GroupFailures (skipping rows the
+core withdrew, as a backend may), raises, returns
 results of the wrong length, reports twice, reports batches of lost workers,
 loses and adds workers, in any order. After every step the core's invariants
 hold (``support.check_core``): every Grain is in exactly one phase and, if in
@@ -29,6 +30,7 @@ from hypothesis.stateful import (
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.runtime.core import Core
 from airflow_provider_rayorch.rayorch.runtime.events import (
+    WITHDRAWN,
     Abort,
     BatchFinished,
     BatchRaised,
@@ -36,6 +38,7 @@ from airflow_provider_rayorch.rayorch.runtime.events import (
     Dispatch,
     MicrobatchDone,
     RunFinished,
+    Withdraw,
     WorkerAdded,
     WorkerLost,
 )
@@ -109,6 +112,7 @@ class CommitProtocol(RuleBasedStateMachine):
             clock=lambda: 0.0,
         )
         self.outstanding: dict[int, Dispatch] = {}  # batch -> its Dispatch
+        self.withdrawn: dict[int, set[int]] = {}  # batch -> rows the core withdrew
         self.reported: list[Any] = []  # events of batches already reported
         self.lost: list[int] = []  # batches of lost workers
         self.alive: dict[Any, int] = {}  # worker -> module
@@ -142,6 +146,17 @@ class CommitProtocol(RuleBasedStateMachine):
                     )
                 self.batch_ids.add(c.batch)
                 self.outstanding[c.batch] = c
+            elif type(c) is Withdraw:
+                assert c.batch in self.outstanding, "withdrew rows of a batch not in flight"
+                dispatch = self.outstanding[c.batch]
+                assert c.worker == dispatch.worker
+                grains = self.core._batches[c.batch].grains
+                for i in c.rows:
+                    parent = grains[i].entity.parent
+                    assert parent is not None
+                    assert parent.gfail, "withdrew a row of a healthy parent"
+                    assert dispatch.node.id in parent.gfail
+                self.withdrawn.setdefault(c.batch, set()).update(c.rows)
             elif type(c) is MicrobatchDone:
                 mb = c.microbatch
                 assert mb.index not in self.done, "a microbatch completed twice"
@@ -174,10 +189,13 @@ class CommitProtocol(RuleBasedStateMachine):
     @rule(data=st.data())
     def finish(self, data: st.DataObject) -> None:
         cmd = self._pick(data)
+        withdrawn = self.withdrawn.pop(cmd.batch, set())
         rows: list[Any] = []
-        for value in cmd.columns[0]:
+        for i, value in enumerate(cmd.columns[0]):
             kind = data.draw(st.sampled_from(["value", "value", "value", "record", "group"]))
-            if kind == "record":
+            if i in withdrawn and data.draw(st.booleans()):
+                rows.append(WITHDRAWN)
+            elif kind == "record":
                 rows.append(ro.RecordFailure("bad"))
             elif kind == "group":
                 rows.append(ro.GroupFailure("torn"))
@@ -190,7 +208,9 @@ class CommitProtocol(RuleBasedStateMachine):
     def finish_healthy(self, data: st.DataObject) -> None:
         """(Healthy batches are the common case: weight them up.)"""
         cmd = self._pick(data)
-        self._report(BatchFinished(cmd.batch, list(cmd.columns[0])))
+        withdrawn = self.withdrawn.pop(cmd.batch, set())
+        rows = [WITHDRAWN if i in withdrawn else v for i, v in enumerate(cmd.columns[0])]
+        self._report(BatchFinished(cmd.batch, rows))
 
     @precondition(lambda self: self.outstanding and not self.aborted)
     @rule(data=st.data())

@@ -15,12 +15,14 @@ import pytest
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.runtime.core import Core
 from airflow_provider_rayorch.rayorch.runtime.events import (
+    WITHDRAWN,
     Abort,
     BatchFinished,
     BatchRaised,
     BatchRejected,
     Dispatch,
     MicrobatchDone,
+    Withdraw,
     WorkerAdded,
     WorkerLost,
 )
@@ -501,10 +503,36 @@ def test_group_failure_suppresses_in_flight_siblings_at_commit() -> None:
     assert d(out) == [(1, "w1", "rows", [["a"]]), (2, "w1", "rows", [["b"]])]
     out = finish(core, 2, [ro.GroupFailure("torn")])
     assert d(out) == []  # c was queued: suppressed
+    assert [c for c in out if type(c) is Withdraw] == [Withdraw(1, "w1", (0,))]
     out = finish(core, 1, ["A"])  # a was in flight: may not commit
     assert outputs(out) == [ro.OutputIssue(S, "doc[0]/page[1]: torn")]
     assert core.calls[0].suppressed == 2
     assert core.calls[0].failed == 1
+
+
+def test_group_failure_withdraws_only_the_doomed_rows_of_batches_in_flight() -> None:
+    core, out = make(
+        Pages(batch_size=2), [["a", "b", "c"], ["d", "e", "f"]], workers=[("w1", "rows", 3)]
+    )
+    assert d(out) == [
+        (1, "w1", "rows", [["a", "b"]]),
+        (2, "w1", "rows", [["c", "d"]]),
+        (3, "w1", "rows", [["e", "f"]]),
+    ]
+    out = finish(core, 1, ["A", ro.GroupFailure("torn")])
+    # c (a sibling) is withdrawn from batch 2; d, e, f belong to another document.
+    assert [c for c in out if type(c) is Withdraw] == [Withdraw(2, "w1", (0,))]
+    assert core.calls[0].withdrawn == 1
+    finish(core, 3, ["E", "F"])
+    out = finish(core, 2, [WITHDRAWN, "D"])  # the backend skipped c
+    assert outputs(out) == [ro.OutputIssue(S, "doc[0]/page[1]: torn"), ["D", "E", "F"]]
+
+
+@pytest.mark.no_core_invariants
+def test_a_skipped_row_of_a_healthy_parent_is_an_engine_bug() -> None:
+    core, _ = make(Pages(batch_size=2), [["a", "b"]])
+    with pytest.raises(ro.InvalidTransition, match="skipped"):
+        core.handle(BatchFinished(1, ["A", WITHDRAWN]))
 
 
 def test_group_failure_within_one_batch() -> None:
