@@ -277,13 +277,18 @@ def _ablations(a: dict[str, Any] | None) -> list[str]:
             if not part:
                 continue
             on, off = part["variants"]["on"], part["variants"]["off"]
-            sup = on.get("calls", {}).get("model", {}).get("suppressed")
-            ran_on = on.get("calls", {}).get("model", {}).get("grains")
+            model = on.get("calls", {}).get("model", {})
+            sup = model.get("suppressed")
+            withdrawn = model.get("withdrawn", 0)
+            skipped = on.get("rows_skipped", 0)
+            ran_on = (model.get("grains") or 0) - skipped
             ran_off = off.get("calls", {}).get("model", {}).get("grains")
             lines.append(
-                f"- {label} in flight per actor: page-model Grains run {ran_on} with "
-                f"containment, {ran_off} without; {sup} siblings suppressed; healthy "
-                f"documents identical: {on['correct'] and off['correct']}."
+                f"- {label} in flight per actor: the page model ran {ran_on} pages with "
+                f"containment, {ran_off} without; {sup} siblings suppressed, of which "
+                f"{withdrawn} were in other batches already sent to an actor and {skipped} "
+                "of those were skipped before their batch started; healthy documents "
+                f"identical: {on['correct'] and off['correct']}."
             )
         lines.append("")
     f = a.get("fifo", {})

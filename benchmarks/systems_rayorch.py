@@ -149,6 +149,7 @@ def engine_metrics(result: Any) -> dict[str, Any]:
                 "mean_batch": round(call["mean_batch"], 3),
                 "busy_s": call["busy_s"],
                 "suppressed": call["suppressed"],
+                "withdrawn": call.get("withdrawn", 0),
                 "grains": call["grains_dispatched"],
             }
         else:  # the paper's package: frozen CallMetrics
@@ -157,7 +158,8 @@ def engine_metrics(result: Any) -> dict[str, Any]:
                 "mean_batch": round(call.average_batch, 3),
                 "grains": call.grain_dispatches,
             }
-    return {"calls": figures}
+    skipped = (getattr(result, "metrics", None) or {}).get("rows_skipped")
+    return {"calls": figures, **({"rows_skipped": skipped} if skipped is not None else {})}
 
 
 def run_variants(
