@@ -350,7 +350,8 @@ class RayBackend:
         actor = self._actors.get(command.worker)
         if actor is None:  # replaced meanwhile; the core already re-queued its Grains
             return
-        report, values = actor.run.remote(command.node.id, command.batch, command.columns)
+        # One argument: Ray serializes each argument on its own, at a cost per argument.
+        report, values = actor.run.remote((command.node.id, command.batch, command.columns))
         inflight[report] = _InFlight(command.batch, command.worker, values, command, attempts)
 
     def _withdraw(self, command: Withdraw) -> None:
@@ -477,7 +478,7 @@ class RayBackend:
                         f"no live actor of Call {recipe.name!r} to recompute lost values on"
                     )
                 actor = self._actors[live[attempt % len(live)]]
-                report_ref, values_ref = actor.run.remote(recipe.call, 0, recipe.columns)
+                report_ref, values_ref = actor.run.remote((recipe.call, 0, recipe.columns))
                 try:
                     report = ray.get(report_ref, timeout=600)
                 except (RayActorError, GetTimeoutError):

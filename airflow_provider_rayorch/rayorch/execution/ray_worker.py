@@ -69,10 +69,11 @@ class PoolWorker:
             self.withdrawn.setdefault(batch, set()).update(rows)
 
     @ray.method(num_returns=2)
-    def run(self, call: int, batch: int, columns: list[list[Any]]) -> tuple[tuple[Any, ...], Any]:
-        """Run Call ``call`` on batch ``batch``; return ``(report, values)``: the report
-        is small, the values stay remote. Withdrawn rows are skipped and reported as
-        ``WITHDRAWN``; a batch with no row left does not call the UDF."""
+    def run(self, task: tuple[int, int, list[list[Any]]]) -> tuple[tuple[Any, ...], Any]:
+        """Run ``task`` = (Call id, batch id, columns); return ``(report, values)``:
+        the report is small, the values stay remote. Withdrawn rows are skipped and
+        reported as ``WITHDRAWN``; a batch with no row left does not call the UDF."""
+        call, batch, columns = task
         self.last_started = max(self.last_started, batch)
         skip = self.withdrawn.pop(batch, None)
         if self.withdrawn:  # marks that arrived after their batch had started

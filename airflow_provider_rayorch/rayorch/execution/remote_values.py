@@ -50,6 +50,10 @@ class RemoteValue:
         self.length = length
         self.truth = truth
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Workers need the box and path only; a plain tuple pickles fastest.
+        return (RemoteValue, (self.box, self.path))
+
     def __repr__(self) -> str:
         return f"<RemoteValue {self.path}>"
 
@@ -61,6 +65,9 @@ class Gathered:
 
     def __init__(self, items: list[Any]) -> None:
         self.items = items
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Gathered, (self.items,))
 
     def __repr__(self) -> str:
         return f"<Gathered {len(self.items)} values>"
