@@ -98,4 +98,3 @@ SIZES: dict[str, Size] = {
         tune_peers=True,
     ),
 }
-

@@ -56,7 +56,42 @@ def judge(summary: Mapping[str, Any], max_failed_ratio: float, context: Context)
     return result
 
 
-class RayOrchMicrobatchSensor(BaseSensorOperator):
+class _RunStoreSensor(BaseSensorOperator):
+    """What both sensors share: a run in a run store, its Ray job, the failure bar."""
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        run_store: str,
+        job_id: str | None = None,
+        rayorch_conn_id: str = RayOrchHook.default_conn_name,
+        ray_address: str | None = None,
+        max_failed_ratio: float = 0.0,
+        deferrable: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("poke_interval", 5.0)
+        super().__init__(**kwargs)
+        self.run_id = run_id
+        self.run_store = run_store
+        self.job_id = job_id
+        self.rayorch_conn_id = rayorch_conn_id
+        self.ray_address = ray_address
+        self.max_failed_ratio = float(max_failed_ratio)
+        self.deferrable = deferrable
+
+    @cached_property
+    def hook(self) -> RayOrchHook:
+        return RayOrchHook(self.rayorch_conn_id, address=self.ray_address)
+
+    def _store(self) -> RunStore:
+        from airflow_provider_rayorch.rayorch.store import RunStore
+
+        return RunStore(self.run_store)
+
+
+class RayOrchMicrobatchSensor(_RunStoreSensor):
     """Succeeds as soon as its source microbatch's manifest commits; returns its summary.
 
     Fails when the microbatch's own failed ratio exceeds ``max_failed_ratio`` (its
@@ -74,42 +109,13 @@ class RayOrchMicrobatchSensor(BaseSensorOperator):
     template_fields: Sequence[str] = ("microbatch", "run_id", "run_store", "job_id", "ray_address")
     ui_color = "#e3f1fd"
 
-    def __init__(
-        self,
-        *,
-        microbatch: Any,
-        run_id: str,
-        run_store: str,
-        job_id: str | None = None,
-        rayorch_conn_id: str = RayOrchHook.default_conn_name,
-        ray_address: str | None = None,
-        max_failed_ratio: float = 0.0,
-        deferrable: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        kwargs.setdefault("poke_interval", 5.0)
+    def __init__(self, *, microbatch: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.microbatch = microbatch
-        self.run_id = run_id
-        self.run_store = run_store
-        self.job_id = job_id
-        self.rayorch_conn_id = rayorch_conn_id
-        self.ray_address = ray_address
-        self.max_failed_ratio = float(max_failed_ratio)
-        self.deferrable = deferrable
 
     @property
     def index(self) -> int:
         return int(self.microbatch["index"])
-
-    @cached_property
-    def hook(self) -> RayOrchHook:
-        return RayOrchHook(self.rayorch_conn_id, address=self.ray_address)
-
-    def _store(self) -> RunStore:
-        from airflow_provider_rayorch.rayorch.store import RunStore
-
-        return RunStore(self.run_store)
 
     def execute(self, context: Context) -> Any:
         if not self.deferrable:
@@ -163,7 +169,7 @@ class RayOrchMicrobatchSensor(BaseSensorOperator):
         return judge(event["summary"], self.max_failed_ratio, context)
 
 
-class RayOrchRunSensor(BaseSensorOperator):
+class RayOrchRunSensor(_RunStoreSensor):
     """Waits for the run's Ray job to end and returns the run lineage summary.
 
     Fails when the job ended without a run manifest, or when the run's failed ratio
@@ -172,38 +178,13 @@ class RayOrchRunSensor(BaseSensorOperator):
 
     template_fields: Sequence[str] = ("run_id", "run_store", "job_id", "ray_address")
 
-    def __init__(
-        self,
-        *,
-        run_id: str,
-        run_store: str,
-        job_id: str | None,
-        rayorch_conn_id: str = RayOrchHook.default_conn_name,
-        ray_address: str | None = None,
-        max_failed_ratio: float = 0.0,
-        deferrable: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        kwargs.setdefault("poke_interval", 5.0)
-        super().__init__(**kwargs)
-        self.run_id = run_id
-        self.run_store = run_store
-        self.job_id = job_id
-        self.rayorch_conn_id = rayorch_conn_id
-        self.ray_address = ray_address
-        self.max_failed_ratio = float(max_failed_ratio)
-        self.deferrable = deferrable
-
     def _summary(self) -> dict[str, Any] | None:
-        from airflow_provider_rayorch.rayorch.store import RunStore
-
-        return RunStore(self.run_store).read_run_manifest(self.run_id)
+        return self._store().read_run_manifest(self.run_id)
 
     def _ended(self) -> bool:
         if not self.job_id:
             return True
-        hook = RayOrchHook(self.rayorch_conn_id, address=self.ray_address)
-        return hook.get_job_status(self.job_id) not in ("PENDING", "RUNNING")
+        return self.hook.get_job_status(self.job_id) not in ("PENDING", "RUNNING")
 
     def execute(self, context: Context) -> Any:
         if not self.deferrable or not self.job_id:
