@@ -126,3 +126,20 @@ def all_actors_up(executor: Any) -> None:
     warm_up = getattr(executor, "warm_up", None)
     if warm_up is not None:
         warm_up()
+
+
+def host_cpu_times() -> tuple[int, int] | None:
+    """(total, idle) jiffies of the whole machine from ``/proc/stat``; None off Linux."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return sum(fields), fields[3] + fields[4]
+
+
+def host_cpu_busy(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """Share of all the machine's CPUs that was busy between two ``host_cpu_times``."""
+    if before is None or after is None or after[0] <= before[0]:
+        return None
+    return round(1 - (after[1] - before[1]) / (after[0] - before[0]), 4)

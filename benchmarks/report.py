@@ -186,6 +186,15 @@ def _tuning(t: dict[str, Any] | None) -> list[str]:
     return lines + _table(["peer", "blocks / partitions", "E2E s", "error"], rows)
 
 
+def _cpu_per_batch(p: dict[str, Any]) -> str:
+    """Driver and whole-host CPU milliseconds per batch of a warm scaling run."""
+    batches, driver, host = p.get("batches"), p.get("driver_cpu_s"), p.get("host_cpu_busy")
+    if not batches or driver is None or host is None:
+        return "-"
+    host_ms = host * p.get("host_cpus", 1) * p["warm_s"] / batches * 1e3
+    return f"{driver / batches * 1e3:.2f} / {host_ms:.2f}"
+
+
 def _scaling(s: dict[str, Any] | None) -> list[str]:
     if not s:
         return []
@@ -208,6 +217,8 @@ def _scaling(s: dict[str, Any] | None) -> list[str]:
             _f(p["fraction_of_ideal"], 2, pct=True),
             _f(p["busy_fraction"], 2, pct=True),
             _f(p["batch_fill"], 1),
+            _f(p.get("host_cpu_busy"), 2, pct=True),
+            _cpu_per_batch(p),
             _f(p["sim_s"]),
             _f(p["sim_efficiency"], 2, pct=True),
         ]
@@ -224,6 +235,8 @@ def _scaling(s: dict[str, Any] | None) -> list[str]:
             "of ideal",
             "accel busy",
             "fill",
+            "host CPU busy",
+            "CPU ms per batch (driver / host)",
             "sim s",
             "sim efficiency",
         ],

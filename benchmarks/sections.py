@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import statistics
 import time
 from dataclasses import asdict, replace
@@ -212,6 +213,10 @@ def scaling(
                 "cold_s": ms[0].e2e_s,
                 "busy_fraction": warm["busy_fraction"],
                 "batch_fill": warm["batch_fill"],
+                "host_cpu_busy": warm.get("host_cpu_busy"),
+                "host_cpus": os.cpu_count(),
+                "driver_cpu_s": warm.get("driver_cpu_s"),
+                "batches": sum(c.get("rpcs", 0) for c in warm.get("calls", {}).values()),
                 "ideal_s": round(ideal_seconds(w, docs)["bound_s"], 4),
                 "sim_s": round(sim.makespan_s, 4),
                 "sim_busy_fraction": round(sim.busy_fraction, 4),

@@ -13,7 +13,14 @@ import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from .measure import Measurement, all_actors_up, expected_digests, measure
+from .measure import (
+    Measurement,
+    all_actors_up,
+    expected_digests,
+    host_cpu_busy,
+    host_cpu_times,
+    measure,
+)
 from .workload import PageModel, Render, Split, Workload, Write, make_docs
 
 if TYPE_CHECKING:
@@ -120,9 +127,11 @@ def run_pair(
                 all_actors_up(ex)
                 started = time.time()
             cpu = time.process_time()
+            host = host_cpu_times()
             result = ex.run(rows, **kwargs)
             finished = time.time()
             cpu = time.process_time() - cpu
+            host_busy = host_cpu_busy(host, host_cpu_times())
             m = measure(
                 system,
                 "cold" if i == 0 else "warm",
@@ -134,6 +143,7 @@ def run_pair(
             )
             m.extra.update(engine_metrics(result))
             m.extra["driver_cpu_s"] = round(cpu, 4)
+            m.extra["host_cpu_busy"] = host_busy
             out.append(m)
     return out
 
