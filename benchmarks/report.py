@@ -47,7 +47,7 @@ def _markdown(r: dict[str, Any], images: list[str]) -> list[str]:
         "BENCHMARKS.md; the emulated cost model: `benchmarks/workload.py`.",
         "",
         "```",
-        "pip install -e '.[bench]'   # the peers: rayorch (paper), daft, ray[data], matplotlib",
+        "pip install -e '.[bench]'   # the peers, matplotlib and the OCR stack",
         r.get("command", ""),
         "```",
         "",
