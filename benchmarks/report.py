@@ -404,10 +404,13 @@ def _overhead(o: dict[str, Any] | None) -> list[str]:
             f"{f['cold_grains_per_s']:,.0f}",
             _f(f["warm_s"]),
             f"{f['warm_grains_per_s']:,.0f}",
+            {True: "yes", False: "NO"}.get(f.get("correct"), "yes"),
         ]
         for name, f in o["noop_on_ray"].items()
     ]
-    lines += _table(["engine", "cold s", "cold Grains/s", "warm s", "warm Grains/s"], rows)
+    lines += _table(
+        ["engine", "cold s", "cold Grains/s", "warm s", "warm Grains/s", "gathers ok"], rows
+    )
     if "warm_speedup_vs_paper" in o:
         lines += [
             f"This engine: {o['cold_speedup_vs_paper']}x the paper's package cold, "

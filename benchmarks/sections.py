@@ -395,6 +395,7 @@ def overhead(
         name: {k: round(statistics.median(r[k] for r in rs), 3) for k in rs[0]}
         for name, rs in rounds.items()
     }
+    on_ray.update(_noop_peers(spec, noop_sources, args, results, systems))
     out: dict[str, Any] = {
         "pure_core": {
             "grains": grains,
@@ -413,6 +414,35 @@ def overhead(
             out[f"{mode}_speedup_vs_paper"] = round(
                 on_ray[OURS][f"{mode}_grains_per_s"] / on_ray[PAPER][f"{mode}_grains_per_s"], 2
             )
+    return out
+
+
+def _noop_peers(
+    spec: Size,
+    sources: list[list[int]],
+    args: argparse.Namespace,
+    results: dict[str, Any],
+    systems: tuple[str, ...] | None,
+) -> dict[str, dict[str, Any]]:
+    """Workload 4 on Ray Data and Daft (one cold and one warm execution each), with
+    the input cut as the ``tuning`` section found fastest (16 without it)."""
+    from . import noop_peers
+
+    best = (results.get("tuning") or {}).get("best", {})
+    runners = {
+        "Ray Data": lambda n: noop_peers.run_raydata(
+            sources, batch_size=args.batch_size, replicas=args.replicas, blocks=n
+        ),
+        "Daft": lambda n: noop_peers.run_daft(
+            sources, batch_size=args.batch_size, replicas=args.replicas, partitions=n
+        ),
+    }
+    out: dict[str, dict[str, Any]] = {}
+    for name, runner in runners.items():
+        if (systems is not None and name not in systems) or not AVAILABLE[name]():
+            continue
+        figures = runner(best.get(name, {}).get("parallelism") or 16)
+        out[name] = {k: round(v, 3) if isinstance(v, float) else v for k, v in figures.items()}
     return out
 
 
