@@ -6,9 +6,8 @@ PDFs are written with reportlab, then ``OpenPdf`` -> expand pages ->
 reduce to pages -> ``AssemblePage`` -> reduce to documents ->
 ``AssembleDocument``: the stages of ``airflow_provider_rayorch.workloads.documents``,
 wired once for any engine with the rayorch spelling so both engines run the
-same graph with the same options. Ray Data and Daft are not run on this
-workload: on 2 shared cores the OCR itself dominates and would measure
-rapidocr, not the engines (see the README).
+same graph with the same options. Ray Data and Daft run the same stages
+(``ocr_peers.py``), flattened, with two group-bys for the two gathers.
 """
 
 from __future__ import annotations
@@ -147,11 +146,19 @@ def run_all(docs: int, *, systems: tuple[str, ...] | None, rounds: int) -> dict[
                 "cold_s": statistics.median(cold),
                 "warm_s": statistics.median(warm),
             }
+        from . import ocr_peers
+
+        peers = {"Ray Data": ocr_peers.run_raydata, "Daft": ocr_peers.run_daft}
+        for name, run in peers.items():
+            if (systems is not None and name not in systems) or not AVAILABLE[name]():
+                out["skipped"][name] = "not installed or not selected"
+                continue
+            figures = run(paths, rounds=rounds)
+            texts[name] = figures.pop("texts")
+            out["systems"][name] = figures
         first = next(iter(texts.values()), [])
         for name in texts:
             out["systems"][name]["same_text_as_first"] = texts[name] == first
             out["systems"][name]["docs_with_text"] = sum(1 for t in texts[name] if t.strip())
-    reason = "not run: the OCR cost (rapidocr on 2 shared cores) would dominate"
-    out["skipped"].update({"Ray Data": reason, "Daft": reason})
     out["note"] = f"{docs} generated PDFs; {rounds} round(s), median."
     return out
