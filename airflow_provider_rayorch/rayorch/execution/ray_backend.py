@@ -105,6 +105,8 @@ class RayBackend:
         self._module_of: dict[str, int] = {}
         self._all_actors: list[Any] = []
         self._spawned = 0
+        #: Actors starting at once, resolved by ``open()``.
+        self._concurrency = 2
         #: Modules whose next actor is yet to be created, in start order.
         self._to_start: list[int] = []
         #: ``ready()`` reference -> key of an actor that is starting.
@@ -128,17 +130,12 @@ class RayBackend:
             self._check_resources()
             self._to_start = _start_order([m.options.replicas for m in self.plan.modules])
             pools = len(set(self._to_start))
-            concurrency = self.actor_start_concurrency or max(
+            self._concurrency = self.actor_start_concurrency or max(
                 2, int(ray.cluster_resources().get("CPU", 2))
             )
-            self._start_more(max(concurrency, pools))
+            self._start_more(max(self._concurrency, pools))
             # One actor per pool before any batch: a UDF that cannot start fails here.
-            firsts = list(self._starting.items())[:pools]
-            self._await_ready([key for _, key in firsts])
-            for ref, key in firsts:
-                del self._starting[ref]
-                self._up.append(key)
-            self._start_more(concurrency - len(self._starting))
+            self._wait_started(self.actor_start_timeout_s, list(self._starting)[:pools])
         except BaseException:
             self.close()
             raise
@@ -146,23 +143,33 @@ class RayBackend:
     def warm_up(self, timeout_s: float | None = None) -> None:
         """Block until every actor has started (``ResourceUnavailableError`` after
         ``timeout_s``, default ``actor_start_timeout_s``)."""
-        limit = self.actor_start_timeout_s if timeout_s is None else timeout_s
-        deadline = time.monotonic() + limit
-        while self._starting:
-            left = deadline - time.monotonic()
-            done, _ = ray.wait(list(self._starting), num_returns=1, timeout=max(0.0, left))
+        self._wait_started(self.actor_start_timeout_s if timeout_s is None else timeout_s)
+
+    def _wait_started(self, timeout_s: float, refs: list[Any] | None = None) -> None:
+        """Wait until the actors behind ``refs`` (``ready()`` references of starting
+        actors; default: every actor still to start) are up; each joins ``_up``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            waiting = [r for r in (self._starting if refs is None else refs) if r in self._starting]
+            if not waiting:
+                return
+            left = max(0.0, deadline - time.monotonic())
+            done, _ = ray.wait(waiting, num_returns=1, timeout=left)
             if not done:
                 names = sorted(
-                    {self.plan.modules[self._module_of[k]].name for k in self._starting.values()}
+                    {self.plan.modules[self._module_of[self._starting[r]]].name for r in waiting}
                 )
                 raise ResourceUnavailableError(
-                    f"actors of {', '.join(names)} did not start within {limit:.0f}s; "
+                    f"actors of {', '.join(names)} did not start within {timeout_s:.0f}s; "
                     "the cluster may lack the resources they ask for (see ray status)"
                 )
             self._started(None, done)
 
-    def _start_more(self, n: int) -> None:
-        """Create up to ``n`` more actors from the start order."""
+    def _start_more(self, n: int | None = None) -> None:
+        """Create up to ``n`` more actors from the start order (default: as many as
+        keep ``actor_start_concurrency`` of them starting)."""
+        if n is None:
+            n = self._concurrency - len(self._starting)
         for _ in range(max(0, n)):
             if not self._to_start:
                 return
@@ -191,7 +198,7 @@ class RayBackend:
                 self._up.append(key)
                 if core is not None:
                     commands += core.handle(WorkerAdded(key, self._module_of[key]))
-            self._start_more(1)
+            self._start_more()
         return commands
 
     def close(self) -> None:
@@ -255,31 +262,6 @@ class RayBackend:
         self._all_actors.append(actor)
         return key
 
-    def _await_ready(self, keys: list[str]) -> None:
-        refs = {self._actors[k].ready.remote(): k for k in keys}
-        deadline = time.monotonic() + self.actor_start_timeout_s
-        remaining = list(refs)
-        while remaining:
-            timeout = max(0.0, deadline - time.monotonic())
-            done, remaining = ray.wait(remaining, num_returns=len(remaining), timeout=timeout)
-            for ref in done:
-                try:
-                    ray.get(ref)
-                except RayActorError as exc:
-                    name = self.plan.modules[self._module_of[refs[ref]]].name
-                    raise ExecutionError(
-                        f"module {name!r} failed to start its actor: {_short(exc)}"
-                    ) from exc
-            if remaining and time.monotonic() >= deadline:
-                names = sorted(
-                    {self.plan.modules[self._module_of[refs[r]]].name for r in remaining}
-                )
-                raise ResourceUnavailableError(
-                    f"actors of {', '.join(names)} did not start within "
-                    f"{self.actor_start_timeout_s:.0f}s; the cluster may lack the resources "
-                    "they ask for (see ray status)"
-                )
-
     def _check_resources(self) -> None:
         """Fail fast when no node could host one actor of a module, or when all pools
         together ask for more than the whole cluster has (unless ``wait_for_resources``)."""
@@ -334,14 +316,14 @@ class RayBackend:
         if self._starting:  # actors that came up since the last run
             done, _ = ray.wait(list(self._starting), num_returns=len(self._starting), timeout=0)
             self._started(None, done)
-        self._up = [k for k in self._up if k in self._actors]
         workers = [(k, self._module_of[k], None) for k in self._up]
         yield from drive(
             core,
             workers,
             submit=lambda command: self._submit(command, inflight),
             advance=lambda: self._collect(core, inflight),
-            has_work=lambda: bool(inflight),
+            # An actor still starting counts: its pool may have no other one yet.
+            has_work=lambda: bool(inflight) or bool(self._starting),
             deliver=self._materialize_outputs,
             withdraw=self._withdraw,
         )
@@ -450,6 +432,7 @@ class RayBackend:
         self.losses += 1
         module_id = self._module_of[worker]
         del self._actors[worker]
+        self._up.remove(worker)
         for ref in [r for r, e in inflight.items() if e.worker == worker]:
             del inflight[ref]
         commands = core.handle(WorkerLost(worker, f"actor {worker} died: {reason}"))

@@ -27,6 +27,23 @@ def _store_plan(
     return store
 
 
+def _store_local_plan(tmp_path, spec: str, sources: list, **record) -> RunStore:
+    """A plan for the real engine's reference executor (no Ray)."""
+    store = RunStore(str(tmp_path))
+    fingerprint = driver.import_factory(spec)().compile().fingerprint
+    store.write_plan(
+        PlanRecord(
+            run_id="run",
+            pipeline=spec,
+            fingerprint=fingerprint,
+            sources=sources,
+            backend="local",
+            **record,
+        )
+    )
+    return store
+
+
 def test_run_writes_outputs_manifests_and_run_manifest(tmp_path, fake_engine) -> None:
     store = _store_plan(tmp_path, fake_engine, poison=[4])
     summary = driver.run_plan(store, "run")
@@ -105,19 +122,12 @@ def test_missing_plan(tmp_path, fake_engine) -> None:
 
 def test_real_engine_local_backend_with_two_source_columns(tmp_path) -> None:
     """The driver against the real engine (reference executor, no Ray)."""
-    store = RunStore(str(tmp_path))
-    spec = "engine_pipelines:TwoColumns"
-    fingerprint = driver.import_factory(spec)().compile().fingerprint
-    store.write_plan(
-        PlanRecord(
-            run_id="run",
-            pipeline=spec,
-            fingerprint=fingerprint,
-            sources=[[1, "x"], [2, "y"], [3, "z"]],
-            n_columns=2,
-            input_batch_size=2,
-            backend="local",
-        )
+    store = _store_local_plan(
+        tmp_path,
+        "engine_pipelines:TwoColumns",
+        [[1, "x"], [2, "y"], [3, "z"]],
+        n_columns=2,
+        input_batch_size=2,
     )
     summary = driver.run_plan(store, "run")
     assert summary["sources"]["present"] == 3
@@ -127,18 +137,8 @@ def test_real_engine_local_backend_with_two_source_columns(tmp_path) -> None:
 
 
 def test_several_output_ports_get_one_file_each(tmp_path) -> None:
-    store = RunStore(str(tmp_path))
-    spec = "engine_pipelines:TwoOutputs"
-    fingerprint = driver.import_factory(spec)().compile().fingerprint
-    store.write_plan(
-        PlanRecord(
-            run_id="run",
-            pipeline=spec,
-            fingerprint=fingerprint,
-            sources=list(range(7)),
-            input_batch_size=4,
-            backend="local",
-        )
+    store = _store_local_plan(
+        tmp_path, "engine_pipelines:TwoOutputs", list(range(7)), input_batch_size=4
     )
     driver.run_plan(store, "run")
     manifest = store.read_manifest("run", 0)
