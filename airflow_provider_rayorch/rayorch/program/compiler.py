@@ -228,6 +228,7 @@ def _options_token(module: ModuleSpec) -> Any:
         o.batching.value,
         o.recovery.describe(),
         o.max_batches_in_flight,
+        o.batch_timeout_s,
         stable_token(o.ray_actor_options),
     ]
 

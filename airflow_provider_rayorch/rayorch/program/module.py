@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CompileError
@@ -15,7 +16,14 @@ if TYPE_CHECKING:
 
 __all__ = ["FunctionUDF", "RayModule", "function"]
 
-_CONSUMED = ("replicas", "batch_size", "recovery", "batching", "max_batches_in_flight")
+_CONSUMED = (
+    "replicas",
+    "batch_size",
+    "recovery",
+    "batching",
+    "max_batches_in_flight",
+    "batch_timeout_s",
+)
 
 
 class RayModule:
@@ -57,7 +65,7 @@ class RayModule:
 
     def ray_options(self, **options: Any) -> RayModule:
         """``replicas``, ``batch_size``, ``recovery``, ``batching``,
-        ``max_batches_in_flight``; every other option (``num_cpus``, ``num_gpus``,
+        ``max_batches_in_flight``, ``batch_timeout_s``; every other option (``num_cpus``, ``num_gpus``,
         ``resources``, ``memory``, ``runtime_env``, ...) goes to Ray unchanged."""
         self.options = {**self.options, **options}
         return self
@@ -85,6 +93,16 @@ class RayModule:
             raise CompileError(
                 f"module {name!r}: recovery must be a ro.RecoveryPolicy, got {recovery!r}"
             )
+        timeout = consumed.get("batch_timeout_s")
+        if timeout is not None and (
+            not isinstance(timeout, (int, float))
+            or isinstance(timeout, bool)
+            or not 0 < timeout < math.inf
+        ):
+            raise CompileError(
+                f"module {name!r}: batch_timeout_s must be a number of seconds > 0 or None, "
+                f"got {timeout!r}"
+            )
         if not isinstance(self.num_outputs, int) or self.num_outputs < 1:
             raise CompileError(
                 f"module {name!r}: returns(k) needs k >= 1, got {self.num_outputs!r}"
@@ -97,6 +115,7 @@ class RayModule:
             max_batches_in_flight=consumed.get(
                 "max_batches_in_flight", CallOptions.max_batches_in_flight
             ),
+            batch_timeout_s=None if timeout is None else float(timeout),
             ray_actor_options=opts,
         )
 

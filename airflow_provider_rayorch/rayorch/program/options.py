@@ -84,5 +84,8 @@ class CallOptions:
     recovery: RecoveryPolicy = field(default_factory=RecoveryPolicy)
     #: Batches a single actor may have queued at once (hides RPC latency on Ray).
     max_batches_in_flight: int = 2
+    #: Seconds one batch may run on its worker before its actor is killed and the
+    #: batch counts as failed (``None``: no bound). Read by the Ray backend.
+    batch_timeout_s: float | None = None
     #: Everything else, passed unchanged to ``ray.remote(...).options(...)``.
     ray_actor_options: dict[str, Any] = field(default_factory=dict)

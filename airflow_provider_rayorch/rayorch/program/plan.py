@@ -72,6 +72,11 @@ class ModuleSpec:
     num_outputs: int
     options: CallOptions
 
+    @property
+    def batch_timeout_s(self) -> float | None:
+        """Seconds one batch may run before it counts as hung (None: unbounded)."""
+        return self.options.batch_timeout_s
+
 
 @dataclass(frozen=True, slots=True)
 class Node:
