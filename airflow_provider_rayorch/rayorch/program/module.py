@@ -64,9 +64,10 @@ class RayModule:
         return self
 
     def ray_options(self, **options: Any) -> RayModule:
-        """``replicas``, ``batch_size``, ``recovery``, ``batching``,
-        ``max_batches_in_flight``, ``batch_timeout_s``; every other option (``num_cpus``, ``num_gpus``,
-        ``resources``, ``memory``, ``runtime_env``, ...) goes to Ray unchanged."""
+        """Engine options: ``replicas``, ``batch_size``, ``recovery``, ``batching``,
+        ``max_batches_in_flight``, ``batch_timeout_s`` (seconds one batch may run,
+        default None). Every other option (``num_cpus``, ``num_gpus``, ``resources``,
+        ``memory``, ``runtime_env``, ...) goes to Ray unchanged."""
         self.options = {**self.options, **options}
         return self
 
