@@ -7,6 +7,7 @@ opened through :mod:`pyarrow.fs`. Layout of one run::
     <root>/<run_id>/outputs/mb-00003/<port>.parquet   one file per microbatch and output Port
     <root>/<run_id>/manifests/mb-00003.json           microbatch manifest (lineage summary)
     <root>/<run_id>/run.json                          run manifest (run lineage summary)
+    <root>/<run_id>/job_state.json                    the Ray job's last known status
 
 A microbatch is *committed* iff its manifest exists. The manifest is written after
 its outputs, atomically: a temporary file renamed into place on local disks, a
@@ -26,6 +27,7 @@ import posixpath
 import re
 import uuid
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -34,7 +36,6 @@ import pyarrow.parquet as pq
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
-    from datetime import datetime
 
 __all__ = [
     "ENCODING_KEY",
@@ -44,12 +45,22 @@ __all__ = [
     "glob_uris",
     "microbatch_count",
     "read_summary_outputs",
+    "sanitize_message",
 ]
 
 #: Parquet schema metadata key naming how the ``value`` column is encoded.
 ENCODING_KEY = b"rayorch.value_encoding"
 _PLAN = "plan.json"
 _RUN = "run.json"
+_JOB_STATE = "job_state.json"
+_MESSAGE_LIMIT = 2000
+_REDACTED = "[redacted]"
+#: an Authorization-like header or a token assignment, its value up to a delimiter
+_CREDENTIAL_FIELD = re.compile(
+    r"(?i)((?:authorization|auth[_-]?token|token)[\"']?\s*[:=]\s*[\"']?)"
+    r"(?:(?:bearer|basic|token)\s+)?[^\s\"',;}]+"
+)
+_BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;}]+")
 _GLOB_CHARS = "*?["
 
 
@@ -393,6 +404,57 @@ class RunStore:
         path = self._path(run_id, _RUN)
         if self._exists(path):
             self.fs.delete_file(path)
+
+    # -- job state -------------------------------------------------------------------
+    def write_job_state(self, run_id: str, job_status: str, message: str | None = None) -> None:
+        """Record the run's Ray job status (``JobStatus`` value) and why, atomically.
+
+        The message is stripped of anything that looks like a credential (a
+        ``Bearer ...`` value, an ``Authorization`` header's value) and shortened.
+        """
+        from airflow_provider_rayorch.common.states import JobStatus
+
+        status = JobStatus.parse(job_status)
+        record = {
+            "job_status": status.value,
+            "message": None if message is None else sanitize_message(message),
+            "at": datetime.now(UTC).isoformat(),
+        }
+        data = json.dumps(record, sort_keys=True).encode()
+        self._write_atomic(self._path(run_id, _JOB_STATE), data)
+
+    def read_job_state(self, run_id: str) -> dict[str, Any] | None:
+        """``{"job_status", "message", "at"}`` as last written, or None if never written."""
+        path = self._path(run_id, _JOB_STATE)
+        text = self._read_text(path)
+        if text is None:
+            return None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise StoreError(
+                f"job-state record {self.run_uri(run_id)}/{_JOB_STATE} is not JSON ({exc}); "
+                "delete it, the next status check writes a new one"
+            ) from None
+        if not isinstance(data, dict) or "job_status" not in data:
+            raise StoreError(
+                f"job-state record {self.run_uri(run_id)}/{_JOB_STATE} has no 'job_status'; "
+                "delete it, the next status check writes a new one"
+            )
+        return {
+            "job_status": str(data["job_status"]),
+            "message": data.get("message"),
+            "at": data.get("at"),
+        }
+
+
+def sanitize_message(message: str) -> str:
+    """``message`` without credential values, at most a couple of thousand characters."""
+    text = _CREDENTIAL_FIELD.sub(lambda m: m.group(1) + _REDACTED, str(message))
+    text = _BEARER.sub(lambda m: f"{m.group(1)} {_REDACTED}", text)
+    if len(text) > _MESSAGE_LIMIT:
+        text = text[: _MESSAGE_LIMIT - 1] + "…"
+    return text
 
 
 def read_summary_outputs(summary: dict[str, Any], port: str = "out") -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from airflow_provider_rayorch.rayorch.store import (
     ENCODING_KEY,
     PlanRecord,
     RunStore,
+    StoreError,
     glob_uris,
     microbatch_count,
 )
@@ -154,3 +155,61 @@ def test_outputs_roundtrip_any_json_values(tmp_path_factory, values) -> None:
     store.commit_microbatch("r", 0, {})
     got = [r["value"] for r in store.read_outputs("r")]
     assert repr(got) == repr(values)
+
+
+def test_job_state_roundtrip(tmp_path) -> None:
+    store = RunStore(str(tmp_path))
+    assert store.read_job_state("r1") is None
+    before = datetime.now(UTC)
+    store.write_job_state("r1", "not_started", "submit refused: HTTP 401")
+    state = store.read_job_state("r1")
+    assert state is not None
+    assert state["job_status"] == "NOT_STARTED"
+    assert state["message"] == "submit refused: HTTP 401"
+    at = datetime.fromisoformat(state["at"])
+    assert at.utcoffset() == timedelta(0)
+    assert at >= before - timedelta(seconds=1)
+    store.write_job_state("r1", "FAILED")
+    later = store.read_job_state("r1")
+    assert later is not None
+    assert (later["job_status"], later["message"]) == ("FAILED", None)
+    # beside the run's other records, no temporary files left over
+    assert sorted(os.listdir(tmp_path / "r1")) == ["job_state.json"]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        pytest.param("HTTP 401 sending Authorization: Bearer s3cr3t-tok.en", id="header"),
+        pytest.param("headers={'Authorization': 'Bearer s3cr3t-tok.en'}", id="dict-repr"),
+        pytest.param('{"authorization": "s3cr3t-tok.en"}', id="json-bare"),
+        pytest.param("sent bearer s3cr3t-tok.en to the head", id="bearer-lowercase"),
+        pytest.param("RAY_AUTH_TOKEN=s3cr3t-tok.en in the env", id="env-assignment"),
+        pytest.param("x-ray-authorization:s3cr3t-tok.en", id="ray-header"),
+    ],
+)
+def test_job_state_message_never_carries_a_token(tmp_path, message: str) -> None:
+    store = RunStore(str(tmp_path))
+    store.write_job_state("r1", "NOT_STARTED", message)
+    state = store.read_job_state("r1")
+    assert state is not None
+    assert "s3cr3t" not in state["message"]
+    assert "s3cr3t" not in (tmp_path / "r1" / "job_state.json").read_text()
+    assert "[redacted]" in state["message"]
+
+
+def test_job_state_keeps_harmless_messages_and_rejects_unknown_status(tmp_path) -> None:
+    store = RunStore(str(tmp_path))
+    text = "Missing authentication token; set the connection's password"
+    store.write_job_state("r1", "STOPPED", text)
+    assert store.read_job_state("r1")["message"] == text  # type: ignore[index]
+    with pytest.raises(ValueError, match="unknown Ray job status 'DONE'"):
+        store.write_job_state("r1", "DONE")
+
+
+def test_job_state_unreadable_record_names_the_file(tmp_path) -> None:
+    store = RunStore(str(tmp_path))
+    (tmp_path / "r1").mkdir()
+    (tmp_path / "r1" / "job_state.json").write_text("{not json")
+    with pytest.raises(StoreError, match=r"r1/job_state.json is not JSON"):
+        store.read_job_state("r1")
