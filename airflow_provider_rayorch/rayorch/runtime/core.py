@@ -849,9 +849,11 @@ class Core:
             return
         del worker.pool.workers[event.worker]
         # A worker runs its batches in dispatch order: the oldest was running, the
-        # others were waiting and are not charged an infra retry. Newest first, so
-        # that re-queuing each at the front leaves them in their FIFO order.
+        # others were waiting and are not charged an infra retry (none is when the
+        # backend killed the worker on purpose). Newest first, so that re-queuing
+        # each at the front leaves them in their FIFO order.
         order = sorted(worker.inflight)
+        charged = order[0] if order and event.charge else None
         for batch_id in reversed(order):
             batch = worker.inflight[batch_id]
             if len(self.timeline) < TIMELINE_CAP:
@@ -861,7 +863,7 @@ class Core:
             del self._batches[batch_id]
             self._lost_batches.add(batch_id)
             grains = [g for _, g in self._live(batch)]
-            decision = decide_after_loss(batch.call.recovery, grains, charged=batch_id == order[0])
+            decision = decide_after_loss(batch.call.recovery, grains, charged=batch_id == charged)
             limit = batch.call.recovery.infra_retries
             self._apply(batch.call, decision, f"{event.reason} (infra_retries={limit} exhausted)")
         worker.inflight.clear()

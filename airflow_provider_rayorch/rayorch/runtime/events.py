@@ -41,10 +41,17 @@ class WorkerAdded:
 
 @dataclass(frozen=True, slots=True)
 class WorkerLost:
-    """``worker`` died; the batches it held are lost."""
+    """``worker`` died; the batches it held are lost.
+
+    With ``charge`` (the default) the batch it was running is charged an infra
+    retry. ``charge=False`` when the backend killed it on purpose (a hung batch,
+    already reported as ``BatchRaised``): every batch left on it runs again
+    under a new generation, uncharged.
+    """
 
     worker: Any
     reason: str = "worker lost"
+    charge: bool = True
 
 
 @dataclass(frozen=True, slots=True)

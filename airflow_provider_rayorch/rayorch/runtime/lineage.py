@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..outcomes import ItemOutcome
 from .phases import GrainPhase, read_story
+from .sequences import children_of
 
 if TYPE_CHECKING:
     from .core import CallState, DomainState, Microbatch
@@ -142,14 +142,9 @@ class ValueOps:
     """
 
     def split(self, value: Any) -> list[Any] | None:
-        """The elements of a sequence value, or None when it is not a sequence."""
-        if isinstance(value, (str, bytes, bytearray, memoryview, Mapping)):
-            return None
-        if isinstance(value, Sequence):
-            return list(value)
-        if hasattr(value, "__len__") and hasattr(value, "__getitem__") and hasattr(value, "shape"):
-            return [value[i] for i in range(len(value))]  # array-likes
-        return None
+        """The elements of a sequence value, or None when it is not a sequence
+        (the rule is ``sequences.is_expandable``)."""
+        return children_of(value)
 
     def truth(self, value: Any) -> bool:
         return bool(value)

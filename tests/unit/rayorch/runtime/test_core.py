@@ -763,3 +763,58 @@ def test_check_core_detects_corruption(corrupt: Any, message: str) -> None:
     corrupt(core)
     with pytest.raises(AssertionError, match=message):
         check_core(core)
+
+
+# =============================================================================
+# A worker killed on purpose (a hung batch): its other batches run again uncharged
+# =============================================================================
+def _hung_on_a_worker_with_three_batches(charge: bool) -> tuple[Core, list[Any]]:
+    core, out = make(
+        Flat(batch_size=1, recovery=ro.RecoveryPolicy.retry_batch(max_retries=1, infra_retries=0)),
+        ["a", "b", "c"],
+        workers=[("w1", "rows", 3)],
+    )
+    assert d(out) == [
+        (1, "w1", "rows", [["a"]]),
+        (2, "w1", "rows", [["b"]]),
+        (3, "w1", "rows", [["c"]]),
+    ]
+    # The backend saw batch 1 hang: it is charged under the Call's RecoveryPolicy...
+    out = core.handle(BatchRaised(1, "batch_timeout_s=5 exceeded"))
+    assert d(out) == [(4, "w1", "rows", [["a"]])]
+    # ...then kills the actor, with b, c and the retried a still queued on it.
+    out = core.handle(WorkerLost("w1", "killed after batch_timeout_s=5", charge=charge))
+    assert d(out) == []
+    return core, core.handle(WorkerAdded("w2", 0, 3))
+
+
+def test_a_worker_lost_uncharged_sends_its_batches_again_without_an_infra_retry() -> None:
+    core, out = _hung_on_a_worker_with_three_batches(charge=False)
+    # Every batch left on w1 runs again, in FIFO order, under a new generation.
+    assert d(out) == [
+        (5, "w2", "rows", [["b"]]),
+        (6, "w2", "rows", [["c"]]),
+        (7, "w2", "rows", [["a"]]),
+    ]
+    grains = [core._batches[b].grains[0] for b in (5, 6, 7)]
+    assert [(g.infra, g.retries, g.gen) for g in grains] == [(0, 0, 2), (0, 0, 2), (0, 1, 3)]
+    assert core.handle(BatchFinished(2, ["late"])) == []  # the killed actor's report: stale
+    assert core.stale_reports == 1
+    finish(core, 5, ["B"])
+    finish(core, 6, ["C"])
+    out = core.handle(BatchRaised(7, "batch_timeout_s=5 exceeded"))  # a's retry is spent
+    assert outputs(out) == [ro.OutputIssue(FL, "doc[0]: batch_timeout_s=5 exceeded"), "B", "C"]
+    assert core.calls[0].retries == 4  # a's recovery retry and three uncharged re-sends
+
+
+def test_a_worker_lost_charged_still_charges_the_batch_it_was_running() -> None:
+    core, out = _hung_on_a_worker_with_three_batches(charge=True)
+    # b was running (the oldest on w1): charged, over infra_retries=0, it FAILs.
+    assert d(out) == [(5, "w2", "rows", [["c"]]), (6, "w2", "rows", [["a"]])]
+    finish(core, 5, ["C"])
+    out = finish(core, 6, ["A"])
+    assert outputs(out) == [
+        "A",
+        ro.OutputIssue(FL, "doc[1]: killed after batch_timeout_s=5 (infra_retries=0 exhausted)"),
+        "C",
+    ]
