@@ -5,7 +5,16 @@ structural primitives of ``F``; run it with ``run`` or an ``Executor``.
 This package never imports airflow: every Ray actor imports it.
 """
 
-from .errors import CompileError, ExecutionError, InvalidTransition, RayOrchError
+from .errors import (
+    CompileError,
+    DriverError,
+    ExecutionError,
+    InvalidTransition,
+    RayOrchError,
+    ResourceUnavailableError,
+    StoreError,
+    UsageError,
+)
 from .execution.api import Executor, run
 from .execution.result import MicrobatchResult, RunResult
 from .outcomes import GroupFailure, ItemOutcome, OutputIssue, RecordFailure
@@ -18,6 +27,7 @@ from .program.tracing import Port
 
 __all__ = [
     "CompileError",
+    "DriverError",
     "ExecutionError",
     "Executor",
     "F",
@@ -33,7 +43,10 @@ __all__ = [
     "RayOrchError",
     "RecordFailure",
     "RecoveryPolicy",
+    "ResourceUnavailableError",
     "RunResult",
+    "StoreError",
+    "UsageError",
     "function",
     "run",
 ]

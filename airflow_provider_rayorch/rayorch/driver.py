@@ -27,6 +27,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.rayorch import summary as summaries
+from airflow_provider_rayorch.rayorch.errors import DriverError
 from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore, rows_of
 
 if TYPE_CHECKING:
@@ -57,14 +58,6 @@ IMPORT_HINT = (
     "operator's `runtime_env`) or install it on every node; a class defined inside a DAG "
     "file cannot be imported on a cluster."
 )
-
-
-class DriverError(Exception):
-    """A run cannot start; ``exit_code`` tells the caller why."""
-
-    def __init__(self, message: str, exit_code: int = EXIT_ERROR) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 def import_factory(spec: str) -> Callable[..., Any]:

@@ -4,13 +4,23 @@
 
     RayOrchError                    base of everything the engine raises on purpose
     ├── CompileError                the pipeline's structure or options are invalid;
-    │                               raised before any actor starts
+    │                               raised before any actor starts (also a ValueError)
+    ├── UsageError                  a public call got a wrong argument (a column that
+    │                               is not a sequence, an unknown backend, a negative
+    │                               retry count); also a ValueError
     ├── ExecutionError              a run stopped: an ``abort()`` policy fired, the
     │   │                           cluster cannot provide what a Call asks for, ...
+    │   │                           (also a RuntimeError)
     │   └── ResourceUnavailableError  no node can ever satisfy a Call's resources
-    └── InvalidTransition           an illegal lineage transition: a bug in an
-                                    executor or in the core, never a user error;
-                                    carries the item's story
+    ├── InvalidTransition           an illegal lineage transition: a bug in an
+    │                               executor or in the core, never a user error;
+    │                               carries the item's story
+    ├── StoreError                  a run store is unreadable, or holds something
+    │                               this version cannot use
+    └── DriverError                 a stored run cannot start; carries ``exit_code``
+
+``CompileError`` is a ``ValueError`` and ``ExecutionError`` a ``RuntimeError``, as in
+the paper's package, so ``except`` clauses written for it keep working.
 
 Errors from user code never escape as such: they become row outcomes, or, under
 ``RecoveryPolicy.abort()``, the ``__cause__`` of an ``ExecutionError``.
@@ -25,10 +35,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CompileError",
+    "DriverError",
     "ExecutionError",
     "InvalidTransition",
     "RayOrchError",
     "ResourceUnavailableError",
+    "StoreError",
+    "UsageError",
 ]
 
 
@@ -36,11 +49,16 @@ class RayOrchError(Exception):
     """Base class of the engine's errors."""
 
 
-class CompileError(RayOrchError):
+class CompileError(RayOrchError, ValueError):
     """A pipeline cannot be compiled; the message names Calls, Ports and Domains."""
 
 
-class ExecutionError(RayOrchError):
+class UsageError(RayOrchError, ValueError):
+    """A public API call got an argument of the wrong type or value; the message
+    names the argument, what it got and what it takes."""
+
+
+class ExecutionError(RayOrchError, RuntimeError):
     """A run stopped before every source reached an outcome."""
 
 
@@ -63,3 +81,15 @@ class InvalidTransition(RayOrchError):
         super().__init__(
             f"{grain}: event {event!r} is illegal in phase {phase!r}. Story: {history}"
         )
+
+
+class StoreError(RayOrchError):
+    """A run store is unreadable, or holds something this version cannot use."""
+
+
+class DriverError(RayOrchError):
+    """A run cannot start; ``exit_code`` tells the caller why (1: any error)."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

@@ -34,6 +34,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from .errors import StoreError
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
@@ -62,10 +64,6 @@ _CREDENTIAL_FIELD = re.compile(
 )
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;}]+")
 _GLOB_CHARS = "*?["
-
-
-class StoreError(Exception):
-    """A run store is unreadable, or holds something this version cannot use."""
 
 
 def microbatch_count(total_sources: int, input_batch_size: int | None) -> int:

@@ -31,6 +31,8 @@ def compile_pipeline(pipeline: Pipeline) -> Plan:
         ports = [trace.new_port(source, root, name) for name in params]
         try:
             returned = pipeline.forward(*ports)
+        except CompileError:  # a ValueError too: already says what is wrong
+            raise
         except ValueError as exc:
             blamed = _unpacked_calls(trace, str(exc))
             if blamed:

@@ -7,6 +7,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CompileError
+from .call_binding import RunSignature, bind_call
 from .options import Batching, CallOptions, RecoveryPolicy
 from .plan import NodeKind
 from .tracing import CallOutputs, active_trace
@@ -25,6 +26,27 @@ _CONSUMED = (
     "batch_timeout_s",
 )
 
+#: Options other engines' spellings put in ray_options() that are not Ray options
+#: here, with what to write instead. They would otherwise reach Ray and fail there.
+_FOREIGN_OPTIONS = {
+    "num_outputs": "declare the outputs on the module: RayModule(udf, num_outputs=k) "
+    "or RayModule(udf).returns(k)",
+    "max_retries": "retries belong to the recovery policy: "
+    "recovery=ro.RecoveryPolicy.retry_batch(max_retries=n)",
+    "batching_policy": 'use batching="any_parent" (batch ready rows across parents, the '
+    'default) or batching="single_parent"',
+    "batch_scope": 'use batching="any_parent" (batch ready rows across parents, the '
+    'default) or batching="single_parent"',
+}
+
+
+def _refuse_foreign_options(name: str, options: dict[str, Any]) -> None:
+    for key, instead in _FOREIGN_OPTIONS.items():
+        if key in options:
+            raise CompileError(
+                f"module {name!r}: ray_options({key}=...) is not an option here; {instead}"
+            )
+
 
 class RayModule:
     """A batch UDF and how to run it: ``RayModule(Udf).pre_init(...).ray_options(...)``.
@@ -36,7 +58,7 @@ class RayModule:
     Options are checked when the pipeline is compiled.
     """
 
-    def __init__(self, udf: type) -> None:
+    def __init__(self, udf: type, *, num_outputs: int | None = None) -> None:
         if not inspect.isclass(udf):
             raise CompileError(
                 f"RayModule expects a UDF class with a run() method, got {udf!r}; "
@@ -48,10 +70,15 @@ class RayModule:
         self.init_args: tuple[Any, ...] = ()
         self.init_kwargs: dict[str, Any] = {}
         self.num_outputs = 1
+        #: How the output count was declared, for error messages.
+        self._outputs_spelling = "returns(k)"
         self.options: dict[str, Any] = {}
         self._signature_target: Callable[..., Any] = getattr(udf, "run")  # noqa: B009
         self._drops_self = True
         self._label = udf.__name__
+        if num_outputs is not None:
+            self.returns(num_outputs)
+            self._outputs_spelling = "num_outputs=k"
 
     def pre_init(self, *args: Any, **kwargs: Any) -> RayModule:
         """Arguments for the UDF's constructor, run once per actor."""
@@ -59,8 +86,12 @@ class RayModule:
         return self
 
     def returns(self, k: int) -> RayModule:
-        """Declare that ``run()`` returns a tuple of ``k`` lists (k output Ports)."""
+        """Declare that ``run()`` returns a tuple of ``k`` lists (k output Ports).
+
+        ``RayModule(udf, num_outputs=k)`` (the paper package's spelling) means the
+        same; the later declaration wins."""
         self.num_outputs = k
+        self._outputs_spelling = "returns(k)"
         return self
 
     def ray_options(self, **options: Any) -> RayModule:
@@ -75,6 +106,7 @@ class RayModule:
     def call_options(self, name: str) -> CallOptions:
         """Validated options, or ``CompileError`` naming the module and the option."""
         opts = dict(self.options)
+        _refuse_foreign_options(name, opts)
         consumed = {k: opts.pop(k) for k in _CONSUMED if k in opts}
         for key in ("replicas", "batch_size", "max_batches_in_flight"):
             if key in consumed:
@@ -104,10 +136,7 @@ class RayModule:
                 f"module {name!r}: batch_timeout_s must be a number of seconds > 0 or None, "
                 f"got {timeout!r}"
             )
-        if not isinstance(self.num_outputs, int) or self.num_outputs < 1:
-            raise CompileError(
-                f"module {name!r}: returns(k) needs k >= 1, got {self.num_outputs!r}"
-            )
+        self.output_count(name)
         return CallOptions(
             replicas=consumed.get("replicas", 1),
             batch_size=consumed.get("batch_size", CallOptions.batch_size),
@@ -120,20 +149,36 @@ class RayModule:
             ray_actor_options=opts,
         )
 
+    def output_count(self, name: str) -> int:
+        """The declared number of output Ports, or ``CompileError`` naming the module."""
+        k = self.num_outputs
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise CompileError(f"module {name!r}: {self._outputs_spelling} needs k >= 1, got {k!r}")
+        return k
+
     @property
     def udf_path(self) -> str:
         target = getattr(self, "_function", None) or self.udf
         return f"{target.__module__}:{target.__qualname__}"
 
     # -- tracing --------------------------------------------------------------
-    def __call__(self, *ports: Any, **static_kwargs: Any) -> Any:
-        """Make a Call: returns its output Port, or a tuple of ``k`` Ports with ``returns(k)``."""
+    def __call__(self, *ports: Any, **kwargs: Any) -> Any:
+        """Make a Call: returns its output Port, or a tuple of ``k`` Ports with ``returns(k)``.
+
+        Ports are the UDF's columns, positionally or by the name of a positional
+        ``run()`` parameter; every other keyword is a static argument of ``run()``.
+        """
         trace = active_trace(f"module {self._label!r}")
         base = trace.module_names.get(id(self), self._label)
         name = trace.call_name(base)
-        if not ports:
+        sig = RunSignature.of(self._signature_target, self._drops_self)
+        where = f"Call {name!r} ({self.udf_path}" + (f".run{sig.text})" if sig else ")")
+        if not ports and not kwargs:
             raise CompileError(f"Call {name!r}: a Call needs at least one input Port")
-        inputs = [trace.own(p, f"Call {name!r} argument {i}") for i, p in enumerate(ports)]
+        columns, static_kwargs = bind_call(where, sig, ports, kwargs)
+        if not columns:
+            raise CompileError(f"Call {name!r}: a Call needs at least one input Port")
+        inputs = [trace.own(p, f"Call {name!r} argument {i}") for i, p in enumerate(columns)]
         domains = {p._domain.id: p._domain for p in inputs}
         if len(domains) > 1:
             listing = ", ".join(f"{p!r}" for p in inputs)
@@ -142,54 +187,17 @@ class RayModule:
                 "A Call's inputs must share one Domain; bring an ancestor's value down "
                 "with ro.F.broadcast(port, like=...) or gather children with ro.F.reduce."
             )
-        self._check_signature(name, len(inputs), static_kwargs)
         domain = inputs[0]._domain
         node = trace.new_node(
-            NodeKind.CALL, name, inputs, domain, module=self, kwargs=dict(static_kwargs)
+            NodeKind.CALL, name, inputs, domain, module=self, kwargs=static_kwargs
         )
-        k = self.num_outputs
+        k = self.output_count(base)
         if k == 1:
             return trace.new_port(node, domain, name)
         outs = CallOutputs(trace.new_port(node, domain, f"{name}[{i}]") for i in range(k))
         outs.call = name
         trace.multi_outputs.append(outs)
         return outs
-
-    def _check_signature(self, name: str, n_ports: int, kwargs: dict[str, Any]) -> None:
-        try:
-            sig = inspect.signature(self._signature_target)
-        except (TypeError, ValueError):  # builtins without a signature: trust the user
-            return
-        params = list(sig.parameters.values())
-        if self._drops_self and params:
-            params = params[1:]
-        positional = [
-            p
-            for p in params
-            if p.kind
-            in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        ]
-        var_pos = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
-        var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
-        required = [p for p in positional if p.default is inspect.Parameter.empty]
-        where = f"Call {name!r} ({self.udf_path}.run{sig})"
-        if n_ports > len(positional) and not var_pos:
-            raise CompileError(
-                f"{where}: {n_ports} Ports passed but run() takes at most {len(positional)}"
-            )
-        filled = {p.name for p in positional[:n_ports]}
-        missing = [p.name for p in required[n_ports:] if p.name not in kwargs]
-        if missing:
-            raise CompileError(
-                f"{where}: {n_ports} Ports passed but run() also needs {', '.join(missing)}"
-            )
-        by_name = {p.name: p for p in params}
-        for key in kwargs:
-            param = by_name.get(key)
-            if key in filled:
-                raise CompileError(f"{where}: {key!r} is given both as a Port and as a keyword")
-            if (param is None or param.kind is inspect.Parameter.POSITIONAL_ONLY) and not var_kw:
-                raise CompileError(f"{where}: run() takes no keyword argument {key!r}")
 
     def __repr__(self) -> str:
         return f"RayModule({self.udf_path})"
@@ -205,16 +213,19 @@ class FunctionUDF:
         return self.fn(*columns, **kwargs)
 
 
-def function(fn: Callable[..., Any] | None = None, **ray_options: Any) -> Any:
+def function(
+    fn: Callable[..., Any] | None = None, *, num_outputs: int | None = None, **ray_options: Any
+) -> Any:
     """Adapt a plain batch function ``fn(*columns, **kwargs) -> results`` into a module.
 
-    Usable as ``ro.function(fn)``, ``@ro.function`` or ``@ro.function(batch_size=8)``.
+    Usable as ``ro.function(fn)``, ``@ro.function``, ``@ro.function(batch_size=8)``;
+    ``num_outputs=k`` declares k output Ports like ``returns(k)``.
     """
 
     def wrap(f: Callable[..., Any]) -> RayModule:
         if not callable(f):
             raise CompileError(f"ro.function expects a callable, got {f!r}")
-        module = RayModule(FunctionUDF).pre_init(f)
+        module = RayModule(FunctionUDF, num_outputs=num_outputs).pre_init(f)
         module._signature_target = f
         module._drops_self = False
         module._label = getattr(f, "__name__", "function")

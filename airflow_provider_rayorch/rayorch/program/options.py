@@ -6,6 +6,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import UsageError
+
 __all__ = ["Batching", "CallOptions", "RecoveryKind", "RecoveryPolicy"]
 
 
@@ -36,7 +38,7 @@ class RecoveryPolicy:
         for name in ("max_retries", "infra_retries"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"RecoveryPolicy.{name} must be an int >= 0, got {value!r}")
+                raise UsageError(f"RecoveryPolicy.{name} must be an int >= 0, got {value!r}")
 
     @classmethod
     def abort(cls, *, infra_retries: int = 3) -> RecoveryPolicy:
