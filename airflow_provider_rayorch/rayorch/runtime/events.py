@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..errors import ExecutionError
     from ..program.plan import Node
-    from .core import Microbatch
+    from .state import Microbatch
 
 __all__ = [
     "WITHDRAWN",

@@ -9,7 +9,7 @@ from .phases import GrainPhase, read_story
 from .sequences import children_of
 
 if TYPE_CHECKING:
-    from .core import CallState, DomainState, Microbatch
+    from .state import CallState, DomainState, Microbatch
 
 __all__ = ["PENDING", "Cause", "Entity", "Grain", "Issue", "PlainValues", "ValueOps"]
 

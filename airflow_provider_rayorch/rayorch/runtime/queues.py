@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from .phases import GrainPhase
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from .lineage import Entity, Grain
 
 __all__ = ["ReadyQueue"]
@@ -128,6 +130,36 @@ class ReadyQueue:
     def __len__(self) -> int:
         """Entries held, including dead ones not yet discarded (an upper bound)."""
         return len(self._order)
+
+    # -- inspection (for ``Core.validate``) -------------------------------------------
+    def entries(self) -> Iterator[_Entry]:
+        """Every (Grain, generation) entry held, dead or alive, in queue order."""
+        for entry in self._order:
+            if isinstance(entry, _Pinned):
+                yield from entry.entries
+            else:
+                yield entry
+
+    def live_grains(self) -> list[Grain]:
+        """Grains of live entries (READY under the generation they were queued with)."""
+        return [g for g, gen in self.entries() if g.phase is _READY and g.gen == gen]
+
+    def sibling_buckets_agree(self) -> bool:
+        """``single_parent``: the sibling buckets hold the same live Grains as the FIFO."""
+        if not self.single_parent:
+            return True
+        bucketed = [
+            g
+            for bucket in self._by_parent.values()
+            for g, gen in bucket
+            if g.phase is _READY and g.gen == gen
+        ]
+        loose = [
+            e[0]
+            for e in self._order
+            if not isinstance(e, _Pinned) and e[0].phase is _READY and e[0].gen == e[1]
+        ]
+        return sorted(map(id, bucketed)) == sorted(map(id, loose))
 
     def discard_dead(self, parent: Entity | None) -> None:
         """Forget ``parent``'s sibling bucket if none of its Grains is still ready."""

@@ -1,7 +1,8 @@
 """Fixtures of the engine tests.
 
 Every ``Core`` built during a test (directly, or by an ``Executor``) is
-recorded, and its invariants are checked when the test ends: ready counters
+recorded, and its invariants are checked when the test ends by
+``Core.validate()`` (``runtime/validation.py``): ready counters
 equal live queue entries, every in-flight Grain is in exactly one live batch,
 settled Items match Grain phases, microbatch accounting adds up, and a core
 that finished holds no batch, no ready Grain and complete outputs.

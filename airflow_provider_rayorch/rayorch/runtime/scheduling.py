@@ -1,0 +1,170 @@
+"""Scheduling and dispatch: workers, in-flight batches and which Grains go where.
+
+The scheduler picks a free worker of a pool and cuts the next batch from the
+ready queue of the pool's Call whose oldest Grain waited longest; it also
+books batch reports (fencing stale and duplicate ones) and worker arrivals
+and losses. Ready queues are built by the injected ``ReadyQueueFactory``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidTransition
+from .events import Command, Dispatch, WorkerAdded, WorkerLost
+from .state import BatchRecord, WorkerState
+
+if TYPE_CHECKING:
+    from .lineage import Grain
+    from .metrics import Timeline
+    from .queues import ReadyQueue
+    from .state import CallState, PoolState
+    from .transitions import Transitions
+
+__all__ = ["ReadyQueueFactory", "Scheduler"]
+
+#: Makes a Call's ready queue; the argument says whether it batches ``single_parent``.
+ReadyQueueFactory = Callable[[bool], "ReadyQueue"]
+
+
+class Scheduler:
+    __slots__ = (
+        "batch_ids",
+        "batches",
+        "duplicate_reports",
+        "lost_batches",
+        "now",
+        "out",
+        "pools",
+        "stale_reports",
+        "timeline",
+        "transitions",
+        "workers",
+    )
+
+    def __init__(
+        self,
+        pools: list[PoolState],
+        batches: dict[int, BatchRecord],
+        transitions: Transitions,
+        timeline: Timeline,
+        out: list[Command],
+    ) -> None:
+        self.pools = pools
+        #: batch id -> batch, for every batch dispatched and not yet reported.
+        self.batches = batches
+        self.transitions = transitions
+        self.timeline = timeline
+        self.out = out
+        self.workers: dict[Any, WorkerState] = {}
+        self.lost_batches: set[int] = set()
+        self.batch_ids = 0
+        self.stale_reports = 0
+        self.duplicate_reports = 0
+        self.now = 0.0
+
+    # -- dispatch ------------------------------------------------------------------------
+    def pump_all(self) -> None:
+        for pool in self.pools:
+            if pool.ready and pool.workers:
+                self.pump(pool)
+
+    def pump(self, pool: PoolState) -> None:
+        """Send ``pool``'s ready Grains to its free workers, least loaded first."""
+        workers = list(pool.workers.values())
+        calls = pool.calls
+        while pool.ready:
+            worker = None
+            for w in workers:
+                if len(w.inflight) < w.capacity and (
+                    worker is None or len(w.inflight) < len(worker.inflight)
+                ):
+                    worker = w
+            if worker is None:
+                return
+            if worker.inflight:
+                # A busy worker is only sent full batches: partial ones wait for an idle one.
+                candidates = [c for c in calls if c.ready >= c.batch_size]
+            else:
+                candidates = [c for c in calls if c.ready]
+            if not candidates:
+                return
+            call = (
+                candidates[0]
+                if len(candidates) == 1
+                else min(candidates, key=lambda c: c.queue.head_seq() or 0)
+            )
+            grains = call.queue.take(call.batch_size)
+            if not grains:  # only dead entries were left: the counters say otherwise
+                raise InvalidTransition(
+                    f"ready queue of Call {call.name}",
+                    f"{call.ready} ready",
+                    "take",
+                    ["queue held no live Grain"],
+                )
+            self._dispatch(call, worker, grains)
+
+    def _dispatch(self, call: CallState, worker: WorkerState, grains: list[Grain]) -> None:
+        self.transitions.dispatch(call, grains)
+        self.batch_ids += 1
+        batch_id = self.batch_ids
+        batch = BatchRecord(batch_id, call, worker, grains)
+        self.timeline.dispatch(self.now, batch)
+        self.batches[batch_id] = batch
+        worker.inflight[batch_id] = batch
+        columns = [[g.entity.items[slot] for g in grains] for slot in call.in_slots]
+        self.out.append(Dispatch(batch_id, worker.id, call.node, columns, call.kwargs))
+
+    # -- reports -------------------------------------------------------------------------
+    def take(self, batch_id: int, busy_s: float, kind: str) -> BatchRecord | None:
+        """The in-flight batch a report is about, or None for a stale (lost batch) or
+        duplicate report, which are counted and otherwise ignored."""
+        batch = self.batches.pop(batch_id, None)
+        if batch is None:
+            if batch_id in self.lost_batches:
+                self.stale_reports += 1
+            else:
+                self.duplicate_reports += 1
+            return None
+        batch.worker.inflight.pop(batch_id, None)
+        batch.call.busy_s += busy_s
+        self.timeline.report(self.now, batch, busy_s, kind)
+        return batch
+
+    # -- workers -------------------------------------------------------------------------
+    def add_worker(self, event: WorkerAdded) -> None:
+        if event.worker in self.workers:
+            raise ValueError(f"worker {event.worker!r} is already registered")
+        pool = self.pools[event.module]
+        capacity = pool.capacity if event.capacity is None else event.capacity
+        if capacity < 1:
+            raise ValueError(f"worker {event.worker!r}: capacity must be >= 1, got {capacity}")
+        worker = WorkerState(event.worker, pool, capacity)
+        pool.workers[event.worker] = worker
+        self.workers[event.worker] = worker
+
+    def remove_worker(self, event: WorkerLost) -> list[tuple[BatchRecord, bool]]:
+        """Forget a lost worker; returns its batches, newest first, each with whether
+        it is charged an infra retry.
+
+        A worker runs its batches in dispatch order: the oldest was running and is
+        charged, the others were waiting and are not (none is when the backend
+        killed the worker on purpose, ``charge=False``). Newest first, so that
+        re-queuing each at the front leaves them in their FIFO order.
+        """
+        worker = self.workers.pop(event.worker, None)
+        if worker is None:
+            return []
+        del worker.pool.workers[event.worker]
+        order = sorted(worker.inflight)
+        charged = order[0] if order and event.charge else None
+        lost = []
+        for batch_id in reversed(order):
+            batch = worker.inflight[batch_id]
+            self.timeline.report(self.now, batch, 0.0, "lost")
+            del self.batches[batch_id]
+            self.lost_batches.add(batch_id)
+            lost.append((batch, batch_id == charged))
+        worker.inflight.clear()
+        return lost
