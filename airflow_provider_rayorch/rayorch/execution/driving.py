@@ -24,6 +24,7 @@ def drive(
     has_work: Callable[[], bool],
     deliver: Callable[[Microbatch], None] | None = None,
     withdraw: Callable[[Withdraw], None] | None = None,
+    validate: bool = False,
 ) -> Iterator[Microbatch]:
     """Register ``workers`` (id, module, capacity), start ``core`` and carry out its
     commands until the run finishes, yielding microbatches as they complete.
@@ -31,12 +32,19 @@ def drive(
     ``submit`` starts a batch, ``advance`` waits for (or runs) batches and returns the
     commands their events produced, ``has_work`` tells whether batches are pending,
     ``deliver`` prepares a finished microbatch (e.g. fetches remote outputs),
-    ``withdraw`` tells workers which rows of their queued batches to skip.
+    ``withdraw`` tells workers which rows of their queued batches to skip;
+    ``validate`` checks the core's invariants after registration and start (a
+    testing backend checks them after each later event itself).
+
+    The loop only reads the commands: the core's state changes through
+    ``core.handle`` alone.
     """
     commands: list[Any] = []
     for worker, module, capacity in workers:
         commands += core.handle(WorkerAdded(worker, module, capacity))
     commands += core.start()
+    if validate:
+        core.validate()
     while True:
         for command in commands:
             kind = type(command)

@@ -35,7 +35,8 @@ class Chaos:
 
     The local backend then completes batches in a random order, reports some
     twice, loses workers with batches on them (and reports their batches late)
-    and caps workers at one batch at a time or lets them hold several.
+    and caps workers at one batch at a time or lets them hold several; it checks
+    the core's invariants (``Core.validate()``) after every event.
     """
 
     seed: int = 0
@@ -94,6 +95,7 @@ class LocalBackend:
             submit=pending.append,
             advance=lambda: self._step(core, pending, late, rng),
             has_work=lambda: bool(pending),
+            validate=rng is not None,
         )
 
     def _capacity(self, rng: random.Random | None) -> int | None:
@@ -105,16 +107,23 @@ class LocalBackend:
         chaos = self.chaos
         if rng is not None and chaos is not None:
             if late and rng.random() < 0.3:
-                return core.handle(late.pop(rng.randrange(len(late))))
+                return self._handle(core, late.pop(rng.randrange(len(late))))
             if chaos.shuffle:
                 pending.rotate(-rng.randrange(len(pending)))
             if self.losses < chaos.max_losses and rng.random() < chaos.lose_worker:
                 return self._lose(core, pending, late, rng, pending[0].worker)
         command = pending.popleft()
         event = self._execute(command)
-        commands = core.handle(event)
+        commands = self._handle(core, event)
         if rng is not None and chaos is not None and rng.random() < chaos.duplicate:
             late.append(event)
+        return commands
+
+    def _handle(self, core: Core, event: Event) -> list[Any]:
+        """Feed ``event`` to the core; under Chaos, check its invariants after it."""
+        commands = core.handle(event)
+        if self.chaos is not None:
+            core.validate()
         return commands
 
     def _execute(self, command: Dispatch) -> Event:
@@ -148,9 +157,9 @@ class LocalBackend:
             if rng.random() < 0.5:
                 late.append(self._execute(command))
         del self._instances[worker]
-        commands = core.handle(WorkerLost(worker, "worker killed by chaos"))
+        commands = self._handle(core, WorkerLost(worker, "worker killed by chaos"))
         replacement = self._spawn(self._module_of[worker])
-        commands += core.handle(
-            WorkerAdded(replacement, self._module_of[worker], self._capacity(rng))
+        commands += self._handle(
+            core, WorkerAdded(replacement, self._module_of[worker], self._capacity(rng))
         )
         return commands

@@ -1002,3 +1002,37 @@ def test_chaos_is_reproducible_from_its_seed() -> None:
 
     assert once(3) == once(3)
     assert len({once(s) for s in range(6)}) > 1  # ... and the seed matters
+
+
+class CorruptsTheCore:
+    """Breaks the core's ready counter from inside a batch (a buggy backend would)."""
+
+    core: ClassVar[Any] = None
+
+    def run(self, xs: list[Any]) -> list[Any]:
+        CorruptsTheCore.core.calls[0].ready += 1
+        return list(xs)
+
+
+@pytest.mark.no_core_invariants
+def test_chaos_validates_the_core_after_every_event() -> None:
+    from airflow_provider_rayorch.rayorch.execution.local import LocalBackend
+    from airflow_provider_rayorch.rayorch.runtime.core import Core
+    from airflow_provider_rayorch.rayorch.runtime.validation import BrokenInvariant
+
+    class Corrupted(ro.Pipeline):
+        def __init__(self) -> None:
+            self.rows = ro.RayModule(CorruptsTheCore).ray_options(batch_size=1)
+
+        def forward(self, doc: ro.Port) -> ro.Port:
+            return self.rows(doc)
+
+    plan = Corrupted().compile()
+    backend = LocalBackend(plan, Chaos(seed=0, shuffle=False))
+    backend.open()
+    core = CorruptsTheCore.core = Core(plan, [[1, 2, 3]])
+    runs = backend.drive(core)
+    with pytest.raises(BrokenInvariant) as info:
+        next(runs)
+    assert info.value.invariant == "ready counter"
+    assert "rows: ready=" in str(info.value)
