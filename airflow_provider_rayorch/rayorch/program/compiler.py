@@ -100,6 +100,12 @@ def _outputs(trace: Trace, returned: object, owner: str) -> list[Port]:
     ports = []
     for i, value in enumerate(values):
         where = f"{owner}.forward return value" + (f" {i}" if many else "")
+        if many and isinstance(value, (tuple, list)):
+            raise CompileError(
+                f"{where} is a nested {type(value).__name__}; forward returns one Port or a "
+                "flat tuple of Ports (outputs is then a tuple of one list per Port): "
+                "flatten it, e.g. return (a, b, c) instead of (a, (b, c))"
+            )
         if not isinstance(value, Port):
             raise CompileError(
                 f"{where} is {type(value).__name__}, not a Port; forward must return the "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UsageError
 from .compiler import compile_pipeline
 
 if TYPE_CHECKING:
@@ -26,8 +27,15 @@ class Pipeline:
     def forward(self, *ports: Any) -> Any:
         raise NotImplementedError(f"{type(self).__qualname__} must define forward(self, ...)")
 
-    def compile(self) -> Plan:
-        """Trace and validate the pipeline; raise ``CompileError`` on any violation."""
+    def compile(self, *, optimize: bool = True) -> Plan:
+        """Trace and validate the pipeline; raise ``CompileError`` on any violation.
+
+        ``optimize`` is accepted for the paper package's spelling and changes
+        nothing: the plan is always lowered the same way."""
+        if not isinstance(optimize, bool):
+            raise UsageError(
+                f"Pipeline.compile(optimize=...) takes True or False, got {optimize!r}"
+            )
         return compile_pipeline(self)
 
     def run(self, *columns: Any, **options: Any) -> RunResult:

@@ -120,6 +120,11 @@ class Plan:
     def calls(self) -> tuple[Node, ...]:
         return tuple(n for n in self.nodes if n.kind is NodeKind.CALL)
 
+    def compile(self, *, optimize: bool = True) -> Plan:
+        """A plan is already compiled: itself. So ``run``, ``Executor`` and
+        ``Pipeline.run`` take a compiled plan wherever they take a pipeline."""
+        return self
+
     def consumers(self, port: int) -> tuple[Node, ...]:
         """Nodes reading ``port`` (as an input or as a reduce's ``members``)."""
         return tuple(n for n in self.nodes if port in n.inputs or n.members == port)
