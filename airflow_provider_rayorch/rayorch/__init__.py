@@ -24,8 +24,10 @@ from .program.pipeline import Pipeline
 from .program.plan import Plan
 from .program.structural import F
 from .program.tracing import Port
+from .runtime.validation import BrokenInvariant
 
 __all__ = [
+    "BrokenInvariant",
     "CompileError",
     "DriverError",
     "ExecutionError",

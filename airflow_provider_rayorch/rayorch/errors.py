@@ -13,14 +13,18 @@
     │   │                           (also a RuntimeError)
     │   └── ResourceUnavailableError  no node can ever satisfy a Call's resources
     ├── InvalidTransition           an illegal lineage transition: a bug in an
-    │                               executor or in the core, never a user error;
-    │                               carries the item's story
+    │   │                           executor or in the core, never a user error;
+    │   │                           carries the item's story
+    │   └── BrokenInvariant         ``Core.validate()`` found a core invariant broken
+    │                               (runtime/validation.py; also an AssertionError)
     ├── StoreError                  a run store is unreadable, or holds something
     │                               this version cannot use
     └── DriverError                 a stored run cannot start; carries ``exit_code``
 
 ``CompileError`` is a ``ValueError`` and ``ExecutionError`` a ``RuntimeError``, as in
-the paper's package, so ``except`` clauses written for it keep working.
+the paper's package, so ``except`` clauses written for it keep working. Every class
+here is exported from ``airflow_provider_rayorch.rayorch``; exceptions with a leading
+underscore are control flow inside one module and never leave it.
 
 Errors from user code never escape as such: they become row outcomes, or, under
 ``RecoveryPolicy.abort()``, the ``__cause__`` of an ``ExecutionError``.

@@ -1,0 +1,106 @@
+"""One exception root: every exception class the engine defines is a ``RayOrchError``,
+is exported from ``airflow_provider_rayorch.rayorch`` and drawn in the tree of
+``errors.py``; misuse of the public API is a ``UsageError``, also a ``ValueError``."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from typing import Any
+
+import pytest
+
+import airflow_provider_rayorch.rayorch as ro
+from airflow_provider_rayorch.rayorch import driver, errors, store
+
+
+def engine_exceptions() -> dict[str, type[BaseException]]:
+    """Every public exception class defined in a module of the engine package."""
+    found: dict[str, type[BaseException]] = {}
+    for info in pkgutil.walk_packages(ro.__path__, prefix=f"{ro.__name__}."):
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, BaseException)
+                and value.__module__ == module.__name__
+                and not name.startswith("_")
+            ):
+                found[name] = value
+    return found
+
+
+def test_the_walk_finds_the_engine_exceptions() -> None:
+    assert {"CompileError", "StoreError", "DriverError", "UsageError"} <= set(engine_exceptions())
+
+
+def test_every_engine_exception_is_a_rayorch_error() -> None:
+    outside = sorted(
+        f"{cls.__module__}.{name}"
+        for name, cls in engine_exceptions().items()
+        if not issubclass(cls, ro.RayOrchError)
+    )
+    assert outside == []
+
+
+def test_every_engine_exception_is_exported() -> None:
+    for name, cls in engine_exceptions().items():
+        assert name in ro.__all__, f"{cls.__module__}.{name} is not in rayorch.__all__"
+        assert getattr(ro, name) is cls
+
+
+def test_every_engine_exception_is_drawn_in_the_tree() -> None:
+    tree = errors.__doc__ or ""
+    missing = [name for name in engine_exceptions() if f" {name} " not in tree]
+    assert missing == []
+
+
+def test_store_and_driver_errors_keep_their_old_import_paths() -> None:
+    assert store.StoreError is ro.StoreError
+    assert driver.DriverError is ro.DriverError
+    error = driver.DriverError("no plan", driver.EXIT_PLAN_CHANGED)
+    assert error.exit_code == driver.EXIT_PLAN_CHANGED
+    assert driver.DriverError("x").exit_code == driver.EXIT_ERROR
+
+
+@pytest.mark.parametrize(
+    ("cls", "base"),
+    [
+        (ro.UsageError, ValueError),
+        (ro.CompileError, ValueError),
+        (ro.ExecutionError, RuntimeError),
+        (ro.ResourceUnavailableError, ro.ExecutionError),
+    ],
+)
+def test_builtin_bases_kept_for_except_clauses(cls: type, base: type) -> None:
+    assert issubclass(cls, base)
+    assert issubclass(cls, ro.RayOrchError)
+
+
+class Echo:
+    def run(self, xs: list[Any]) -> list[Any]:
+        return xs
+
+
+class One(ro.Pipeline):
+    def __init__(self) -> None:
+        self.echo = ro.RayModule(Echo)
+
+    def forward(self, doc: ro.Port) -> ro.Port:
+        return self.echo(doc)
+
+
+@pytest.mark.parametrize(
+    ("misuse", "message"),
+    [
+        pytest.param(lambda: ro.RecoveryPolicy.retry_batch(-1), r"max_retries must be an int >= 0"),
+        pytest.param(
+            lambda: ro.RecoveryPolicy.isolate_tail(infra_retries=1.5), r"infra_retries must be"
+        ),
+        pytest.param(lambda: One().compile(optimize=None), r"optimize="),
+    ],
+)
+def test_api_misuse_is_a_usage_error(misuse: Any, message: str) -> None:
+    with pytest.raises(ro.UsageError, match=message):
+        misuse()
