@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UsageError
 from ..outcomes import ItemOutcome, OutputIssue
 from .events import Command, MicrobatchDone, RunFinished
 from .items import settle
@@ -148,9 +149,9 @@ def check_limits(input_batch_size: Any, max_active_input_batches: Any) -> None:
         or isinstance(input_batch_size, bool)
         or input_batch_size < 1
     ):
-        raise ValueError(f"input_batch_size must be an int >= 1 or None, got {input_batch_size!r}")
+        raise UsageError(f"input_batch_size must be an int >= 1 or None, got {input_batch_size!r}")
     if not isinstance(max_active_input_batches, int) or max_active_input_batches < 1:
-        raise ValueError(
+        raise UsageError(
             f"max_active_input_batches must be an int >= 1, got {max_active_input_batches!r}"
         )
 
@@ -159,20 +160,20 @@ def check_columns(plan: Plan, columns: Sequence[Sequence[Any]]) -> list[Sequence
     expected = len(plan.sources)
     if len(columns) != expected:
         names = ", ".join(plan.ports[p].label for p in plan.sources)
-        raise ValueError(
+        raise UsageError(
             f"{plan.pipeline} takes {expected} source column(s) ({names}); got {len(columns)}"
         )
     checked: list[Sequence[Any]] = []
     for port, column in zip(plan.sources, columns, strict=True):
         if isinstance(column, (str, bytes)) or not hasattr(column, "__len__"):
-            raise ValueError(
+            raise UsageError(
                 f"source column {plan.ports[port].label!r} must be a sequence of rows, "
                 f"got {type(column).__name__}"
             )
         checked.append(column if isinstance(column, (list, tuple)) else list(column))
     lengths = {len(c) for c in checked}
     if len(lengths) > 1:
-        raise ValueError(f"source columns have different lengths: {sorted(lengths)}")
+        raise UsageError(f"source columns have different lengths: {sorted(lengths)}")
     return checked
 
 

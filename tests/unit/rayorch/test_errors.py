@@ -99,6 +99,16 @@ class One(ro.Pipeline):
             lambda: ro.RecoveryPolicy.isolate_tail(infra_retries=1.5), r"infra_retries must be"
         ),
         pytest.param(lambda: One().compile(optimize=None), r"optimize="),
+        pytest.param(lambda: ro.run(One(), "abc", backend="local"), r"must be a sequence of rows"),
+        pytest.param(lambda: ro.run(One(), [1], [2], backend="local"), r"takes 1 source column"),
+        pytest.param(
+            lambda: ro.run(One(), [1], input_batch_size=0, backend="local"),
+            r"input_batch_size must be an int >= 1",
+        ),
+        pytest.param(
+            lambda: ro.run(One(), [1], max_active_input_batches=0, backend="local"),
+            r"max_active_input_batches must be an int >= 1",
+        ),
     ],
 )
 def test_api_misuse_is_a_usage_error(misuse: Any, message: str) -> None:
