@@ -1,10 +1,11 @@
 """Ablations on this engine: FIFO vs a non-FIFO ready order, ``any_parent`` vs
 ``single_parent`` batching, and failure containment on vs off (workload 5).
 
-The non-FIFO order needs no engine change: ``shuffled_ready_order()`` swaps the
-core's ``ReadyQueue`` for a subclass that takes a seeded random sample of the
-live ready Grains instead of the oldest ones, in this process only (the core
-runs in the driver, so the actors are unaffected). Containment "off" is the
+The non-FIFO order needs no engine change: the core takes its ready queues from
+an injected factory (``Core(ready_queue=...)``, ``Executor(ready_queue=...)``),
+and ``shuffled_queues()`` makes ``ShuffledReadyQueue``s, which take a seeded
+random sample of the live ready Grains instead of the oldest ones (the core runs
+in the driver, so the actors are unaffected). Containment "off" is the
 same poisoned workload whose page model returns ``RecordFailure`` (each page
 fails on its own and its siblings still run) instead of ``GroupFailure``.
 """
@@ -15,16 +16,17 @@ import random
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from airflow_provider_rayorch.rayorch.runtime import core as core_module
 from airflow_provider_rayorch.rayorch.runtime.phases import GrainPhase
 from airflow_provider_rayorch.rayorch.runtime.queues import ReadyQueue, _Pinned
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from airflow_provider_rayorch.rayorch.execution.api import Executor
     from airflow_provider_rayorch.rayorch.runtime.lineage import Grain
+    from airflow_provider_rayorch.rayorch.runtime.scheduling import ReadyQueueFactory
 
-__all__ = ["ShuffledReadyQueue", "shuffled_ready_order"]
+__all__ = ["ShuffledReadyQueue", "shuffled_queues", "shuffled_ready_order"]
 
 _READY = GrainPhase.READY
 
@@ -62,16 +64,21 @@ class ShuffledReadyQueue(ReadyQueue):
         return batch  # type: ignore[return-value]
 
 
-@contextmanager
-def shuffled_ready_order(seed: int = 0) -> Iterator[None]:
-    """Within the block, every core built in this process uses ``ShuffledReadyQueue``."""
-    original = core_module.ReadyQueue
+def shuffled_queues(seed: int = 0) -> ReadyQueueFactory:
+    """A ready-queue factory for ``Core``/``Executor``: non-FIFO, seeded."""
 
     def factory(single_parent: bool = False) -> ReadyQueue:
         return ShuffledReadyQueue(single_parent, seed)
 
-    core_module.ReadyQueue = factory  # type: ignore[assignment,misc]
+    return factory
+
+
+@contextmanager
+def shuffled_ready_order(executor: Executor, seed: int = 0) -> Iterator[None]:
+    """Within the block, the runs of ``executor`` use ``ShuffledReadyQueue``s."""
+    original = executor.ready_queue
+    executor.ready_queue = shuffled_queues(seed)
     try:
         yield
     finally:
-        core_module.ReadyQueue = original  # type: ignore[misc]
+        executor.ready_queue = original

@@ -260,7 +260,7 @@ def _paired(runs: dict[str, list[Measurement]], base: str, other: str) -> dict[s
 def ablations(
     spec: Size, results: dict[str, Any], *, systems: tuple[str, ...] | None
 ) -> dict[str, Any]:
-    from .ablations import shuffled_ready_order
+    from .ablations import shuffled_queues, shuffled_ready_order
     from .simulator import simulate
 
     w = spec.w1
@@ -290,8 +290,7 @@ def ablations(
         rounds,
     )
     cfg = sim_config(results)
-    with shuffled_ready_order():
-        sim_shuffled = simulate(w, cfg).makespan_s
+    sim_shuffled = simulate(w, cfg, ready_queue=shuffled_queues()).makespan_s
     sim_fifo = simulate(w, cfg).makespan_s
     docs5 = make_docs(spec.w5)
     out = {

@@ -83,8 +83,15 @@ class _Workers:
         return end
 
 
-def simulate(w: Workload, cfg: SimConfig | None = None, docs: list[Any] | None = None) -> SimResult:
-    """Run workload ``w`` to the end on the virtual clock; returns its figures."""
+def simulate(
+    w: Workload,
+    cfg: SimConfig | None = None,
+    docs: list[Any] | None = None,
+    ready_queue: Any = None,
+) -> SimResult:
+    """Run workload ``w`` to the end on the virtual clock; returns its figures.
+
+    ``ready_queue`` is the core's ready-queue factory (None: FIFO), for ablations."""
     cfg = cfg or SimConfig()
     docs = docs if docs is not None else make_docs(w)
     rows = [{"doc": d.doc, "pages": d.pages, "poisoned": False} for d in docs]
@@ -96,6 +103,7 @@ def simulate(w: Workload, cfg: SimConfig | None = None, docs: list[Any] | None =
         input_batch_size=w.input_batch_size,
         max_active_input_batches=w.max_active_input_batches,
         clock=lambda: now[0],
+        ready_queue=ready_queue,
     )
     c = w.cost
     by_udf = {m.id: m.udf for m in plan.modules}

@@ -182,8 +182,8 @@ def run_variants(
     the variants alternating round after round so drift hits them alike.
 
     ``variants`` maps a name to ``make_pipeline`` keywords; ``contexts`` maps a
-    name to a zero-argument context-manager factory entered around its runs
-    (e.g. the non-FIFO ready order).
+    name to a context-manager factory taking the variant's executor, entered
+    around its runs (e.g. the non-FIFO ready order).
     """
     from contextlib import ExitStack, nullcontext
 
@@ -210,7 +210,7 @@ def run_variants(
         for _ in range(rounds):
             for name, ex in executors.items():
                 factory = contexts.get(name)
-                with factory() if factory else nullcontext():
+                with factory(ex) if factory else nullcontext():
                     started = time.time()
                     cpu = time.process_time()
                     result = ex.run(rows, **kwargs)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ..program.plan import Plan
     from ..runtime.core import Microbatch
     from ..runtime.lineage import ValueOps
+    from ..runtime.scheduling import ReadyQueueFactory
 
 __all__ = ["Executor", "run"]
 
@@ -56,6 +57,7 @@ class Executor:
         *,
         ray_init_kwargs: dict[str, Any] | None = None,
         progress: bool | None = None,
+        ready_queue: ReadyQueueFactory | None = None,
         **backend_options: Any,
     ) -> None:
         if backend not in BACKENDS:
@@ -66,6 +68,8 @@ class Executor:
         self.backend_name = backend
         self.ray_init_kwargs = dict(ray_init_kwargs or {})
         self.progress = progress
+        #: Makes each Call's ready queue in the cores of later runs (None: FIFO).
+        self.ready_queue = ready_queue
         self._backend_options = backend_options
         self._backend: Backend | None = None
 
@@ -214,6 +218,7 @@ class Executor:
             max_active_input_batches=max_active,
             skip_microbatches=skip,
             values=self._backend.values,
+            ready_queue=self.ready_queue,
         )
 
 

@@ -55,8 +55,8 @@ __all__ = ["CallState", "Core", "DomainState", "Microbatch"]
 class Core:
     """The lineage state machine of one run.
 
-    ``ready_queue`` makes each Call's ready queue (default: the FIFO
-    ``ReadyQueue``); ablations inject another order here.
+    ``ready_queue(single_parent)`` makes each Call's ready queue (default: the
+    FIFO ``ReadyQueue``); ablations inject another order here.
     """
 
     def __init__(
@@ -69,7 +69,7 @@ class Core:
         skip_microbatches: Collection[int] = (),
         values: ValueOps | None = None,
         clock: Callable[[], float] = time.perf_counter,
-        ready_queue: ReadyQueueFactory = ReadyQueue,
+        ready_queue: ReadyQueueFactory | None = None,
     ) -> None:
         self.plan = plan
         checked = check_columns(plan, columns)
@@ -87,7 +87,7 @@ class Core:
         lowered = lower(plan)
         batches: dict[int, BatchRecord] = {}
         self._transitions = Transitions(batches, self._out)
-        run = wire(plan, lowered, self.values, ready_queue, self._transitions)
+        run = wire(plan, lowered, self.values, ready_queue or ReadyQueue, self._transitions)
         self.domains = run.domains
         self.calls: list[CallState] = run.calls
         self._timeline = Timeline()

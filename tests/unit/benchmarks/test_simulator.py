@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from benchmarks.ablations import ShuffledReadyQueue, shuffled_ready_order
+from benchmarks.ablations import ShuffledReadyQueue, shuffled_queues
 from benchmarks.simulator import SimConfig, simulate
 from benchmarks.workload import CostModel, Workload, ideal_seconds, make_docs
 
@@ -51,8 +51,10 @@ def test_shuffled_queue_changes_order_not_outcomes() -> None:
     w = replace(SMALL, cost=CostModel.zero(), poison_share=0.3, poison_ordinal=1)
     rows = [{"doc": d.doc, "pages": d.pages, "poisoned": d.poisoned} for d in make_docs(w)]
 
-    def run() -> list[object]:
-        result = ro.run(make_pipeline(ro, w, ours=True), rows, backend="local", progress=False)
+    def run(ready_queue: object = None) -> list[object]:
+        pipeline = make_pipeline(ro, w, ours=True)
+        with ro.Executor(pipeline, backend="local", progress=False, ready_queue=ready_queue) as ex:
+            result = ex.run(rows)
         return [
             {k: v for k, v in o.items() if k in ("doc", "pages", "digest")}
             if isinstance(o, dict)
@@ -61,8 +63,7 @@ def test_shuffled_queue_changes_order_not_outcomes() -> None:
         ]
 
     fifo = run()
-    with shuffled_ready_order(seed=3):
-        shuffled = run()
+    shuffled = run(shuffled_queues(seed=3))
     assert shuffled == fifo
 
 

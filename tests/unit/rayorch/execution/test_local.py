@@ -1036,3 +1036,19 @@ def test_chaos_validates_the_core_after_every_event() -> None:
         next(runs)
     assert info.value.invariant == "ready counter"
     assert "rows: ready=" in str(info.value)
+
+
+def test_an_executor_passes_its_ready_queue_factory_to_each_run() -> None:
+    from airflow_provider_rayorch.rayorch.runtime.queues import ReadyQueue
+
+    made: list[bool] = []
+
+    def factory(single_parent: bool) -> ReadyQueue:
+        made.append(single_parent)
+        return ReadyQueue(single_parent)
+
+    pipeline = Flat(batch_size=2, batching="single_parent")
+    with ro.Executor(pipeline, backend="local", progress=False, ready_queue=factory) as ex:
+        assert ex.run([1, 2, 3]).outputs == [1, 2, 3]
+        assert ex.run([4]).outputs == [4]
+    assert made == [True, True]

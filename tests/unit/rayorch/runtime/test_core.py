@@ -818,3 +818,31 @@ def test_a_worker_lost_charged_still_charges_the_batch_it_was_running() -> None:
         ro.OutputIssue(FL, "doc[1]: killed after batch_timeout_s=5 (infra_retries=0 exhausted)"),
         "C",
     ]
+
+
+# =============================================================================
+# The ready queue is injected
+# =============================================================================
+def test_the_ready_queue_factory_is_injected() -> None:
+    from airflow_provider_rayorch.rayorch.runtime.queues import ReadyQueue
+
+    made: list[tuple[bool, ReadyQueue]] = []
+
+    class NewestFirst(ReadyQueue):
+        __slots__ = ()
+
+        def take(self, batch_size: int) -> list[Any]:
+            return list(reversed(super().take(batch_size)))
+
+    def factory(single_parent: bool) -> ReadyQueue:
+        made.append((single_parent, NewestFirst(single_parent)))
+        return made[-1][1]
+
+    plan = Flat(batch_size=3).compile()
+    core = Core(plan, [["a", "b", "c"]], clock=lambda: 0.0, ready_queue=factory)
+    assert [q for _, q in made] == [c.queue for c in core.calls]
+    assert made[0][0] is False
+    out = core.handle(WorkerAdded("w1", 0, 1)) + core.start()
+    assert d(out) == [(1, "w1", "rows", [["c", "b", "a"]])]
+    out = finish(core, 1, ["C", "B", "A"])
+    assert outputs(out) == ["A", "B", "C"]
