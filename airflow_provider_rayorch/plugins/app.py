@@ -7,7 +7,7 @@ Airflow's metadata (see :mod:`.resolve`), never taken from the request.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
 from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
@@ -17,6 +17,9 @@ from fastapi.responses import HTMLResponse
 
 from . import pages, resolve
 
+if TYPE_CHECKING:
+    from airflow_provider_rayorch.reports import RunState
+
 __all__ = ["app", "report_html"]
 
 app = FastAPI(title="RayOrch run reports", docs_url=None, redoc_url=None, openapi_url=None)
@@ -24,9 +27,15 @@ _READ_TI = Depends(requires_access_dag("GET", DagAccessEntity.TASK_INSTANCE))
 
 
 def report_html(ref: resolve.RunRef) -> str | None:
-    """The stored report of a run, else one rendered now from the run store alone."""
+    """The stored report of a run showing the run's state as of now, else one rendered
+    now from the run store alone."""
     from airflow_provider_rayorch.rayorch.store import RunStore
-    from airflow_provider_rayorch.reports import read_run_report, render_run_report
+    from airflow_provider_rayorch.reports import (
+        read_run_report,
+        read_run_state,
+        render_run_report,
+        restate_report,
+    )
 
     store = RunStore(ref.store_uri)
     html = read_run_report(store, ref.run_id)
@@ -34,17 +43,20 @@ def report_html(ref: resolve.RunRef) -> str | None:
         if store.read_plan(ref.run_id) is None:
             return None
         html = render_run_report(store, ref.run_id)
+    else:  # written by the driver, maybe while running: the job may have ended since
+        html = restate_report(html, read_run_state(store, ref.run_id))
     return pages.focus(html, ref.microbatch)
 
 
-def _state(run: resolve.TaskRun) -> str:
+def _state(run: resolve.TaskRun) -> RunState:
+    """The run's state for the lists (see ``reports.state`` for the rule)."""
     from airflow_provider_rayorch.rayorch.store import RunStore
+    from airflow_provider_rayorch.reports import RunState, read_run_state
 
     try:
-        manifest = RunStore(run.store_uri).read_run_manifest(run.rayorch_run_id)
-    except Exception:  # an unreachable store must not break the list
-        return "?"
-    return "running" if manifest is None else str(manifest.get("state", ""))
+        return read_run_state(RunStore(run.store_uri), run.rayorch_run_id)
+    except Exception as exc:  # an unreachable store must not break the list
+        return RunState("?", message=f"cannot read the run store: {type(exc).__name__}: {exc}")
 
 
 def _map_index(value: str) -> int:
@@ -92,5 +104,5 @@ def recent(user: GetUserDep) -> HTMLResponse:
     dag_ids: set[str] | None = get_auth_manager().get_authorized_dag_ids(user=user)
     with create_session() as session:
         runs = resolve.recent_runs(session, dag_ids)
-    states: dict[str, Any] = {r.rayorch_run_id: _state(r) for r in runs[:50]}
+    states = {r.rayorch_run_id: _state(r) for r in runs[:50]}
     return HTMLResponse(pages.runs_page("RayOrch runs", runs, states=states))

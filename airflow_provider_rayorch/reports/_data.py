@@ -12,13 +12,15 @@ import pyarrow.parquet as pq
 
 from airflow_provider_rayorch.rayorch.summary import summary_state
 
+from .state import RunFacts, RunState, decide_state, last_write
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from datetime import datetime
 
     from airflow_provider_rayorch.rayorch.store import RunStore
 
-__all__ = ["MAX_SOURCE_ROWS", "MicrobatchView", "RunView", "load_run"]
+__all__ = ["MAX_SOURCE_ROWS", "MicrobatchView", "RunView", "apply_state", "load_run"]
 
 #: At most this many per-source rows are listed (failures first); counts are never capped.
 MAX_SOURCE_ROWS = 5000
@@ -33,13 +35,17 @@ class MicrobatchView:
     index: int
     first_source: int
     count: int
-    state: str  # success | failed | pending
+    state: str  # success | failed | pending | not_run (pending in a run that ended)
     sources: dict[str, int] = field(default_factory=dict)
     grains: dict[str, int] = field(default_factory=dict)
     elapsed_s: float | None = None
     #: Seconds from the run's start (driver timings, else the manifest's commit time).
     started_s: float | None = None
     finished_s: float | None = None
+
+    @property
+    def committed(self) -> bool:
+        return self.state not in ("pending", "not_run")
 
 
 @dataclass
@@ -49,7 +55,11 @@ class RunView:
     run_id: str
     pipeline: str = ""
     fingerprint: str = ""
-    state: str = "unknown"  # running | success | failed | unknown
+    #: running | pending | success | failed | not_started | stopped | unknown (see .state)
+    state: str = "unknown"
+    #: The Ray job's status (``JobStatus`` value) and why, from the job-state record.
+    job_status: str | None = None
+    state_message: str | None = None
     total_sources: int = 0
     sources: dict[str, int] = field(default_factory=dict)
     grains: dict[str, int] = field(default_factory=dict)
@@ -95,10 +105,10 @@ def _times(
     if timings is not None:
         for mb in views:
             t = timings.get(mb.index)
-            if t is not None and mb.state != "pending":
+            if t is not None and mb.committed:
                 mb.started_s = float(t.get("started_s", 0.0))
                 mb.finished_s = float(t.get("finished_s", 0.0))
-            elif mb.state != "pending":  # committed by an earlier driver attempt
+            elif mb.committed:  # committed by an earlier driver attempt
                 mb.started_s = mb.finished_s = 0.0
         return False
     mtimes = _manifest_mtimes(store, run_id)
@@ -116,8 +126,11 @@ def load_run(
     store: RunStore,
     run_id: str,
     timings: Mapping[int, Mapping[str, Any]] | None = None,
+    *,
+    now: datetime | None = None,
 ) -> RunView:
-    """Read one run's plan, manifests and per-source outcomes from ``store``."""
+    """Read one run's plan, manifests and per-source outcomes from ``store``; its state
+    as of ``now`` (see :mod:`.state`)."""
     view = RunView(run_id=run_id)
     plan = store.read_plan(run_id)
     manifests = {int(m["microbatch"]["index"]): m for m in store.manifests(run_id)}
@@ -153,22 +166,37 @@ def load_run(
     view.total_sources = view.total_sources or sum(mb.count for mb in view.microbatches)
     run = store.read_run_manifest(run_id)
     if run is not None:
-        view.state = str(run.get("state", "success"))
         view.elapsed_s = float(run.get("elapsed_s") or 0.0)
-    elif plan is not None and all(mb.state != "pending" for mb in view.microbatches):
-        # every microbatch committed, the run manifest not written yet: the run's
-        # state is already decided by its counts
-        view.state = summary_state(counts, plan.max_failed_ratio)
-    elif plan is not None:
-        view.state = "running"
+    # every microbatch committed, the run manifest not written yet: the run's state is
+    # already decided by its counts
+    all_committed = plan is not None and all(mb.committed for mb in view.microbatches)
+    facts = RunFacts(
+        has_plan=plan is not None,
+        manifest_state=None if run is None else str(run.get("state", "success")),
+        all_committed_state=summary_state(counts, plan.max_failed_ratio)
+        if plan is not None and all_committed
+        else None,
+        job_state=store.read_job_state(run_id),
+        last_write=last_write(store, run_id),
+    )
+    apply_state(view, decide_state(facts, now=now))
     _load_rows(store, run_id, view, [] if plan is None else plan.sources)
     return view
+
+
+def apply_state(view: RunView, state: RunState) -> None:
+    """Set the run's state; microbatches still pending in an ended run were never run."""
+    view.state, view.job_status, view.state_message = state.state, state.job_status, state.message
+    if state.is_terminal:
+        for mb in view.microbatches:
+            if mb.state == "pending":
+                mb.state = "not_run"
 
 
 def _load_rows(store: RunStore, run_id: str, view: RunView, sources: list[Any]) -> None:
     rows: list[dict[str, Any]] = []
     for mb in view.microbatches:
-        if mb.state == "pending":
+        if not mb.committed:
             continue
         for port in view.ports:
             for row in _output_rows(store, run_id, mb.index, port):

@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import _plots as plots
-from ._svg import esc, fmt
+from ._svg import duration, esc, fmt, share
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from ._data import RunView
 
-__all__ = ["render_page"]
+__all__ = ["job_state_block", "render_page", "state_badge"]
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:0;padding:16px 24px;color:#222;background:#fff}
@@ -24,6 +24,10 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px;border-bott
 .state{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-size:12px}
 .state-success{background:#2e7d32}.state-failed{background:#c62828}
 .state-running,.state-pending{background:#1565c0}.state-unknown{background:#607d8b}
+.state-not_started{background:#6d4c41}.state-stopped{background:#455a64}
+.state-not_run{background:#e0e0e0;color:#424242}
+.job-state{font-size:13px;margin:6px 0;color:#333}.job-state:empty{display:none}
+.job-state code{font-size:12px;background:#f5f5f5;padding:0 3px}
 table{border-collapse:collapse;font-size:12px;margin:6px 0}
 th,td{border:1px solid #e0e0e0;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#fafafa}td.num{text-align:right}tr:target,tr.focus{background:#fff3c4}
@@ -65,19 +69,37 @@ def _card(value: object, label: str) -> str:
     return f'<div class="card"><b>{esc(value)}</b><span>{esc(label)}</span></div>'
 
 
-def _state(state: str) -> str:
-    return f'<span class="state state-{esc(state)}">{esc(state)}</span>'
+def _state(state: str, element_id: str = "") -> str:
+    ident = f' id="{element_id}"' if element_id else ""
+    text = state.replace("_", " ")
+    return f'<span class="state state-{esc(state)}"{ident}>{esc(text)}</span>'
+
+
+def state_badge(state: str) -> str:
+    """The run's state badge of the header (``id="run-state"``)."""
+    return _state(state, "run-state")
+
+
+def job_state_block(job_status: str | None, message: str | None) -> str:
+    """The line under the header naming the Ray job's status and why (empty: nothing known)."""
+    parts = []
+    if job_status:
+        parts.append(f"Ray job <code>{esc(job_status)}</code>")
+    if message:
+        parts.append(esc(message))
+    return f'<div class="job-state" id="job-state">{" &middot; ".join(parts)}</div>'
 
 
 def _header(view: RunView, generated_at: str) -> str:
     s = view.sources
-    committed = sum(mb.state != "pending" for mb in view.microbatches)
-    elapsed = "" if view.elapsed_s is None else _card(f"{fmt(view.elapsed_s)} s", "elapsed")
+    committed = sum(mb.committed for mb in view.microbatches)
+    elapsed = "" if view.elapsed_s is None else _card(duration(view.elapsed_s), "elapsed")
     return (
-        f"<header><h1>RayOrch run report {_state(view.state)}</h1>"
+        f"<header><h1>RayOrch run report {state_badge(view.state)}</h1>"
         f'<div class="meta">run <code id="run-id">{esc(view.run_id)}</code> &middot; pipeline '
         f"<code>{esc(view.pipeline)}</code> &middot; plan <code>{esc(view.fingerprint[:16])}</code>"
         f" &middot; generated {esc(generated_at)}</div>"
+        f"{job_state_block(view.job_status, view.state_message)}"
         '<div class="cards" id="summary">'
         f"{_card(view.total_sources, 'sources')}"
         + "".join(_card(s.get(k, 0), k) for k in ("present", "dropped", "failed", "suppressed"))
@@ -97,7 +119,7 @@ def _microbatch_table(view: RunView) -> str:
         cells = [f"{mb.first_source}-{last}", _state(mb.state)]
         cells += [str(s.get(k, "")) for k in ("present", "dropped", "failed", "suppressed")]
         cells += [str(mb.grains.get("dispatched", "")), str(mb.grains.get("retried", ""))]
-        cells.append("" if mb.elapsed_s is None else fmt(mb.elapsed_s))
+        cells.append("" if mb.elapsed_s is None else duration(mb.elapsed_s))
         tds = "".join(
             f'<td class="num">{c}</td>' if c[:1].isdigit() else f"<td>{c}</td>" for c in cells
         )
@@ -114,7 +136,7 @@ def _microbatch_table(view: RunView) -> str:
             "suppressed",
             "grains",
             "retried",
-            "elapsed s",
+            "elapsed",
         )
     )
     body = "".join(rows)
@@ -170,19 +192,45 @@ def _calls_table(calls: Sequence[Mapping[str, Any]], span: float) -> str:
         "busy_s",
         "queue_wait_s",
     )
-    head = "".join(f"<th>{k.replace('_', ' ')}</th>" for k in ("call", *keys, "utilization"))
+    head = "".join(
+        f"<th>{k.removesuffix('_s').replace('_', ' ')}</th>" for k in ("call", *keys, "utilization")
+    )
     rows = []
     for c in calls:
-        cells = "".join(f'<td class="num">{esc(fmt(float(c.get(k) or 0)))}</td>' for k in keys)
+        cells = "".join(
+            f'<td class="num">{esc(_metric(k, float(c.get(k) or 0)))}</td>' for k in keys
+        )
         util = float(c.get("busy_s") or 0.0) / (max(int(c.get("replicas") or 1), 1) * span)
-        rows.append(f'<tr><td>{esc(c.get("name"))}</td>{cells}<td class="num">{util:.0%}</td></tr>')
+        rows.append(
+            f'<tr><td>{esc(c.get("name"))}</td>{cells}<td class="num">{share(util)}</td></tr>'
+        )
     body = "".join(rows)
     return f'<table id="calls-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _metric(key: str, value: float) -> str:
+    """A Call metric: durations with their unit (µs, ms, s), counts compact."""
+    return duration(value) if key.endswith("_s") else fmt(value)
 
 
 def _section(key: str, title: str, body: str, note: str = "") -> str:
     extra = f'<p class="note">{note}</p>' if note else ""
     return f'<section id="{key}"><h2>{esc(title)}</h2>{extra}{body}</section>'
+
+
+def _no_timeline_note(view: RunView) -> str:
+    if view.state == "not_started":
+        return "No batches: the Ray job never started, so no actor ran."
+    if not any(mb.committed for mb in view.microbatches):
+        return (
+            "No batches yet. This page was rendered from the run store alone; the driver's "
+            "report, with each actor's timeline, replaces it once the driver writes one "
+            "(after a commit, at most every 10 s, and when the run ends)."
+        )
+    return (
+        "No batch timeline was recorded for this run: this page was rendered from the run "
+        "store alone (plan, manifests, outputs)."
+    )
 
 
 def render_page(
@@ -194,10 +242,7 @@ def render_page(
     """The whole self-contained HTML document."""
     ends = [mb.finished_s for mb in view.microbatches]
     span = plots.span_of(timeline, *ends)
-    no_timeline = (
-        "No batch timeline was recorded for this run: this page was rendered from the run "
-        "store alone (plan, manifests, outputs)."
-    )
+    no_timeline = _no_timeline_note(view)
     times = " Commit times are the manifests' modification times." if view.times_from_store else ""
     sections = [
         _section(
@@ -206,6 +251,11 @@ def render_page(
             plots.microbatch_spans(view.microbatches, span)
             + '<div class="note">'
             + plots.legend({k: plots.OUTCOME_COLORS[k] for k in ("success", "failed", "pending")})
+            + (
+                "; not run: the job ended first"
+                if any(mb.state == "not_run" for mb in view.microbatches)
+                else ""
+            )
             + "</div>"
             + _microbatch_table(view),
             times.strip(),
@@ -224,7 +274,9 @@ def render_page(
                 plots.busy_timeline(timeline, span)
                 + '<div class="note">'
                 + plots.legend({"in flight": plots.IN_FLIGHT, **plots.REPORT_COLORS})
-                + "; blank: idle. Percentages: busy share of the run.</div>"
+                + "; blank: idle. Percentages: busy share of the run. Busy is the time "
+                "inside the UDF's <code>run()</code>; the rest of a batch's time in flight is "
+                "argument transfer, result storage and scheduling.</div>"
                 + _calls_table(calls, span),
             ),
             _section("queue", "Ready-queue depth", plots.queue_depth(timeline, span)),

@@ -8,7 +8,7 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from ._svg import Canvas, Scale, esc, fmt
+from ._svg import Canvas, Scale, esc, fmt, share
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -44,6 +44,22 @@ REPORT_COLORS = {
     "lost": "#c62828",
 }
 IN_FLIGHT = "#cfd8dc"
+#: The empty state of the plots of a run that has not committed anything.
+NOTHING_COMMITTED = "no microbatch committed yet"
+
+
+def _time_axis(canvas: Canvas, scale: Scale) -> None:
+    """The time axis in seconds, or in milliseconds when the run is shorter than a second."""
+    if scale.d1 - scale.d0 < 1.0:
+        canvas.x_axis(scale, "milliseconds since the run started", unit=1e-3)
+    else:
+        canvas.x_axis(scale, "seconds since the run started")
+
+
+def _span_text(start: float, end: float) -> str:
+    if end < 1.0:
+        return f"{fmt(start * 1e3)}-{fmt(end * 1e3)} ms"
+    return f"{fmt(start)}-{fmt(end)} s"
 
 
 def _natural(key: str) -> list[Any]:
@@ -106,11 +122,11 @@ def busy_timeline(timeline: Sequence[Mapping[str, Any]], span: float) -> str:
             color = IN_FLIGHT if kind == "in flight" else REPORT_COLORS[kind]
             for a, b in _merge(lanes[key].get(kind, []), scale):
                 canvas.rect(a, y, b - a, lane_h, color, title=f"{call} {worker}: {kind}")
-        share = busy_total[key] / span if span else 0.0
-        canvas.text(canvas.x0 - 6, y + 12, f"{call} \u00b7 {worker} ({share:.0%})", anchor="end")
+        busy = share(busy_total[key] / span if span else 0.0)
+        canvas.text(canvas.x0 - 6, y + 12, f"{call} \u00b7 {worker} ({busy})", anchor="end")
         y += lane_h + 2
     canvas.bottom = int(canvas.height - y - 4)
-    canvas.x_axis(scale, "seconds since the run started")
+    _time_axis(canvas, scale)
     label = f"Actor timeline: {len(order)} actor lanes of {len(calls)} Calls"
     return canvas.render("timeline", label)
 
@@ -126,7 +142,7 @@ def queue_depth(timeline: Sequence[Mapping[str, Any]], span: float) -> str:
     xs = Scale(0.0, span, canvas.x0, canvas.x1)
     ys = Scale(0.0, top * 1.05, canvas.y1, canvas.y0)
     canvas.y_axis(ys, "ready Grains")
-    canvas.x_axis(xs, "seconds since the run started")
+    _time_axis(canvas, xs)
     for i, (call, points) in enumerate(series.items()):
         color = PALETTE[i % len(PALETTE)]
         binned: dict[int, int] = {}
@@ -193,10 +209,13 @@ def completion_curve(microbatches: Sequence[MicrobatchView], total: int, span: f
         key=lambda mb: (mb.finished_s or 0.0, mb.index),
     )
     canvas = Canvas(WIDTH, 260)
+    if not done:
+        canvas.empty(f"{NOTHING_COMMITTED} (0 of {total} sources)")
+        return canvas.render("completion", f"Completion curve: {NOTHING_COMMITTED}")
     xs = Scale(0.0, span, canvas.x0, canvas.x1)
     ys = Scale(0.0, max(total, 1) * 1.05, canvas.y1, canvas.y0)
     canvas.y_axis(ys, "sources")
-    canvas.x_axis(xs, "seconds since the run started")
+    _time_axis(canvas, xs)
     canvas.line(canvas.x0, ys(total), canvas.x1, ys(total), "#999", dash="4 3")
     canvas.text(canvas.x0 + 4, ys(total) - 4, f"{total} sources", size=10, fill="#666")
     for key, color in (("total", "#1565c0"), ("present", OUTCOME_COLORS["present"])):
@@ -226,13 +245,16 @@ def microbatch_spans(microbatches: Sequence[MicrobatchView], span: float) -> str
         color = OUTCOME_COLORS.get(mb.state, "#607d8b")
         if mb.finished_s is not None:
             a = xs(mb.started_s or 0.0)
-            tip = f"mb {mb.index} {mb.state}: {fmt(mb.started_s or 0.0)}-{fmt(mb.finished_s)} s"
+            tip = f"mb {mb.index} {mb.state}: {_span_text(mb.started_s or 0.0, mb.finished_s)}"
             canvas.rect(a, y, xs(mb.finished_s) - a, lane, color, tip)
         if lane >= 10:
             canvas.text(canvas.x0 - 6, y + lane - 3, f"mb {mb.index}", anchor="end", size=10)
         y += lane + 2
     canvas.bottom = int(canvas.height - y - 4)
-    canvas.x_axis(xs, "seconds since the run started")
+    if not any(mb.finished_s is not None for mb in microbatches):
+        canvas.empty(NOTHING_COMMITTED if n else "no sources in this run")
+        return canvas.render("microbatches", f"{n} source microbatches: {NOTHING_COMMITTED}")
+    _time_axis(canvas, xs)
     return canvas.render("microbatches", f"{n} source microbatches")
 
 

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from html import escape
 
-__all__ = ["Canvas", "Scale", "esc", "fmt", "nice_ticks"]
+__all__ = ["Canvas", "Scale", "duration", "esc", "fmt", "nice_ticks", "share", "tick_labels"]
 
 
 def esc(value: object) -> str:
@@ -23,6 +23,45 @@ def fmt(value: float) -> str:
     if value == int(value):
         return str(int(value))
     return f"{value:.2f}".rstrip("0").rstrip(".") if abs(value) < 10 else f"{value:.1f}"
+
+
+def duration(seconds: float) -> str:
+    """A duration with a unit that keeps small ones visible: ``9 µs``, ``15.2 ms``, ``3 s``."""
+    if seconds <= 0:
+        return "0 s"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.3g} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    if seconds < 120:
+        return f"{fmt(seconds)} s"
+    return f"{seconds / 60:.1f} min"
+
+
+def share(fraction: float) -> str:
+    """A percentage: whole percent from 1 %, two significant digits below, never a false 0."""
+    if fraction <= 0:
+        return "0%"
+    if fraction >= 0.01:
+        return f"{fraction:.0%}"
+    if fraction >= 1e-4:
+        return f"{fraction * 100:.2g}%"
+    return "<0.01%"
+
+
+def tick_labels(ticks: list[float]) -> list[str]:
+    """Labels for axis ticks: exact, distinct, with the same number of decimals."""
+    if ticks and max(abs(t) for t in ticks) >= 1000:
+        compact = [fmt(t) for t in ticks]
+        if len(set(compact)) == len(compact):
+            return compact
+    for decimals in range(10):
+        labels = [f"{t:.{decimals}f}" for t in ticks]
+        if all(
+            abs(float(a) - t) <= 1e-9 * max(1.0, abs(t)) for a, t in zip(labels, ticks, strict=True)
+        ):
+            return labels
+    return [repr(t) for t in ticks]
 
 
 def nice_ticks(lo: float, hi: float, n: int = 6) -> list[float]:
@@ -122,24 +161,38 @@ class Canvas:
             f'fill="{fill}">{esc(value)}</text>'
         )
 
-    def x_axis(self, scale: Scale, label: str, ticks: list[float] | None = None) -> None:
+    def x_axis(
+        self, scale: Scale, label: str, ticks: list[float] | None = None, unit: float = 1.0
+    ) -> None:
+        """Ticks and their labels; labels show ``value / unit`` (``unit=1e-3``: in ms)."""
         self.line(self.x0, self.y1, self.x1, self.y1, "#888")
-        for t in ticks if ticks is not None else nice_ticks(scale.d0, scale.d1):
+        if ticks is None:
+            ticks = [t * unit for t in nice_ticks(scale.d0 / unit, scale.d1 / unit)]
+        labels = tick_labels([round(t / unit, 10) for t in ticks])
+        for t, text in zip(ticks, labels, strict=True):
             x = scale(t)
             self.line(x, self.y1, x, self.y1 + 4, "#888")
-            self.text(x, self.y1 + 15, fmt(t), anchor="middle", size=10)
+            self.text(x, self.y1 + 15, text, anchor="middle", size=10)
         self.text((self.x0 + self.x1) / 2, self.height - 4, label, anchor="middle")
 
     def y_axis(self, scale: Scale, label: str, grid: bool = True) -> None:
         self.line(self.x0, self.y0, self.x0, self.y1, "#888")
-        for t in nice_ticks(scale.d0, scale.d1, 4):
+        ticks = nice_ticks(scale.d0, scale.d1, 4)
+        for t, text in zip(ticks, tick_labels(ticks), strict=True):
             y = scale(t)
             if grid:
                 self.line(self.x0, y, self.x1, y, "#eee")
-            self.text(self.x0 - 5, y + 3, fmt(t), anchor="end", size=10)
+            self.text(self.x0 - 5, y + 3, text, anchor="end", size=10)
         self.parts.append(
             f'<text transform="translate(12,{(self.y0 + self.y1) / 2:.1f}) rotate(-90)" '
             f'text-anchor="middle" font-size="11" fill="#333">{esc(label)}</text>'
+        )
+
+    def empty(self, message: str) -> None:
+        """The plot area's empty state: a frame and one line saying why there is nothing."""
+        self.rect(self.x0, self.y0, self.x1 - self.x0, self.y1 - self.y0, "#fafafa")
+        self.text(
+            (self.x0 + self.x1) / 2, (self.y0 + self.y1) / 2 + 4, message, "middle", 13, "#666"
         )
 
     def render(self, plot: str, label: str) -> str:

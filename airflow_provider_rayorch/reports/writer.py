@@ -45,8 +45,9 @@ def render_run_report(
         them the manifests' modification times place the commits.
     """
     timings = None if microbatches is None else {int(m["index"]): m for m in microbatches}
-    view = load_run(store, run_id, timings)
-    when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
+    now = generated_at or datetime.now(UTC)
+    view = load_run(store, run_id, timings, now=now)
+    when = now.strftime("%Y-%m-%d %H:%M:%S UTC")
     return render_page(view, list(timeline), list(calls), when)
 
 

@@ -33,11 +33,12 @@ def make_run(
     committed: tuple[int, ...] = (0, 1, 2),
     finished: bool = True,
     max_failed_ratio: float = 0.5,
+    run_id: str = RUN,
 ) -> RunStore:
     """10 sources in microbatches of 4 (0-3, 4-7, 8-9), the given ones committed."""
     store = RunStore(str(root))
     plan = PlanRecord(
-        run_id=RUN,
+        run_id=run_id,
         pipeline="pkg.mod:Docs",
         fingerprint="f" * 64,
         sources=SOURCES,
@@ -58,7 +59,7 @@ def make_run(
             rows.append((outcome, cause, {"text": f"t{s}"} if outcome == "present" else None))
             if outcome in ("failed", "suppressed"):
                 failures.append({"source": s, "outcome": outcome, "cause": cause})
-        store.write_outputs(RUN, d["index"], "out", first, rows)
+        store.write_outputs(run_id, d["index"], "out", first, rows)
         manifest = microbatch_summary(
             index=d["index"],
             first_source=first,
@@ -68,16 +69,19 @@ def make_run(
             grains={"dispatched": 3 * count, "retried": d["index"], "suppressed": 0},
             failures=failures,
             elapsed_s=0.5 + d["index"],
-            run_id=RUN,
+            run_id=run_id,
             pipeline=plan.pipeline,
             fingerprint=plan.fingerprint,
-            outputs_uri=store.outputs_uri(RUN, d["index"]),
+            outputs_uri=store.outputs_uri(run_id, d["index"]),
         )
         manifest["outputs"]["ports"] = ["out"]
-        store.commit_microbatch(RUN, d["index"], manifest)
+        store.commit_microbatch(run_id, d["index"], manifest)
     if finished:
         store.write_run_manifest(
-            RUN, run_summary(store.manifests(RUN), elapsed_s=4.25, run_id=RUN, max_failed_ratio=0.5)
+            run_id,
+            run_summary(
+                store.manifests(run_id), elapsed_s=4.25, run_id=run_id, max_failed_ratio=0.5
+            ),
         )
     return store
 

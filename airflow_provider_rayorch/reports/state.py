@@ -1,0 +1,185 @@
+"""A run's state as the runs page and the report show it: one rule, read from the store.
+
+The rule, first match wins:
+
+1. a run manifest exists: its ``state`` (``success`` | ``failed``);
+2. the job-state record names an ended job (``NOT_STARTED``, ``FAILED``, ``STOPPED``)
+   and nothing was written to the run after it: ``not_started`` | ``failed`` |
+   ``stopped``, with the record's message (a record older than the run's last write
+   is from an earlier attempt and is ignored);
+3. every microbatch is committed: ``success`` | ``failed`` by the failed ratio (a
+   ``SUCCEEDED`` job that left microbatches uncommitted: ``unknown``, saying so);
+4. otherwise ``running`` (``pending`` while the record says ``PENDING``) as long as
+   the newest sign of life (the record, the plan, a manifest, the report) is younger
+   than :data:`STALE_AFTER`; after that ``unknown``, saying since when nothing was
+   recorded. A job that ended without anyone recording it cannot run forever.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.fs as pafs
+
+from airflow_provider_rayorch.common.states import JobStatus
+from airflow_provider_rayorch.rayorch.summary import summary_state
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from airflow_provider_rayorch.rayorch.store import RunStore
+
+__all__ = [
+    "STALE_AFTER",
+    "TERMINAL_STATES",
+    "RunFacts",
+    "RunState",
+    "decide_state",
+    "last_write",
+    "read_run_state",
+]
+
+#: How long a run with no news (no commit, no report, no job status) still counts as running.
+STALE_AFTER = timedelta(hours=1)
+#: A record this much older than the run's last write is from an earlier attempt.
+_CLOCK_SLACK = timedelta(seconds=5)
+#: States after which nothing more happens to the run.
+TERMINAL_STATES = frozenset({"success", "failed", "not_started", "stopped"})
+_ENDED = {
+    JobStatus.NOT_STARTED: "not_started",
+    JobStatus.FAILED: "failed",
+    JobStatus.STOPPED: "stopped",
+}
+
+
+@dataclass(frozen=True)
+class RunState:
+    """What the pages show: ``state``, the Ray job's status and why, and as of when."""
+
+    state: str
+    job_status: str | None = None
+    message: str | None = None
+    #: The newest sign of life of the run (UTC), if any was found.
+    as_of: datetime | None = None
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the rule needs, read from the store."""
+
+    has_plan: bool
+    #: ``state`` of the run manifest, None without one.
+    manifest_state: str | None = None
+    #: The state the counts give once every microbatch is committed, else None.
+    all_committed_state: str | None = None
+    #: ``read_job_state``'s record, None without one.
+    job_state: Mapping[str, Any] | None = None
+    #: Newest modification time of the run's plan, manifests and report.
+    last_write: datetime | None = None
+
+
+def _parse_at(value: Any) -> datetime | None:
+    try:
+        at = datetime.fromisoformat(str(value))
+    except (TypeError, ValueError):
+        return None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def _ago(delta: timedelta) -> str:
+    minutes = int(delta.total_seconds() // 60)
+    if minutes < 120:
+        return f"{minutes} min"
+    hours = minutes // 60
+    return f"{hours} h" if hours < 48 else f"{hours // 24} days"
+
+
+def decide_state(
+    facts: RunFacts, *, now: datetime | None = None, stale_after: timedelta = STALE_AFTER
+) -> RunState:
+    """Apply the module's rule to ``facts`` as of ``now`` (default: the current time)."""
+    now = now or datetime.now(UTC)
+    record = facts.job_state or {}
+    status: JobStatus | None = None
+    if record.get("job_status"):
+        try:
+            status = JobStatus.parse(record["job_status"])
+        except ValueError:
+            status = None
+    at = _parse_at(record.get("at"))
+    message = record.get("message") or None
+    job = None if status is None else status.value
+    signs = [t for t in (at, facts.last_write) if t is not None]
+    as_of = max(signs) if signs else None
+    if facts.manifest_state is not None:
+        return RunState(facts.manifest_state, job, message, as_of)
+    superseded = (
+        at is not None and facts.last_write is not None and facts.last_write > at + _CLOCK_SLACK
+    )
+    if status in _ENDED and not superseded:
+        return RunState(_ENDED[status], job, message, as_of)
+    if facts.all_committed_state is not None:
+        return RunState(facts.all_committed_state, job, message, as_of)
+    if status is JobStatus.SUCCEEDED and not superseded:
+        note = (
+            "the Ray job ended (SUCCEEDED) without writing the run manifest: its driver "
+            "wrote to another run store, or was not the RayOrch driver"
+        )
+        return RunState("unknown", job, message or note, as_of)
+    if not facts.has_plan and status is None:
+        return RunState("unknown", None, "no plan record for this run in the run store", as_of)
+    if as_of is not None and now - as_of > stale_after:
+        note = (
+            f"no progress recorded since {as_of:%Y-%m-%d %H:%M} UTC ({_ago(now - as_of)} ago) "
+            "and no final job status: the job may have ended without the provider seeing it. "
+            "Check the task's log or the Ray dashboard."
+        )
+        return RunState("unknown", job, note, as_of)
+    live_message = message if status is not None and status.is_active else None
+    if status is JobStatus.PENDING:
+        return RunState("pending", job, live_message, as_of)
+    return RunState("running", job, live_message, as_of)
+
+
+def last_write(store: RunStore, run_id: str) -> datetime | None:
+    """Newest modification time of the run's plan, manifests and report (UTC)."""
+    base = posixpath.join(store.root, run_id)
+    times = []
+    for path in (base, posixpath.join(base, "manifests")):
+        for info in store.fs.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
+            if info.type == pafs.FileType.File and info.mtime is not None:
+                if info.base_name.startswith("job_state.json"):
+                    continue  # the record carries its own time
+                mtime = info.mtime
+                times.append(mtime if mtime.tzinfo else mtime.replace(tzinfo=UTC))
+    return max(times) if times else None
+
+
+def read_run_state(store: RunStore, run_id: str, *, now: datetime | None = None) -> RunState:
+    """The state of one run, from its run manifest, job-state record, plan and manifests."""
+    manifest = store.read_run_manifest(run_id)
+    plan = store.read_plan(run_id)
+    all_committed = None
+    if manifest is None and plan is not None:
+        committed = store.committed(run_id)
+        if len(committed) >= len(plan.microbatches()):
+            counts: dict[str, int] = {}
+            for m in store.manifests(run_id):
+                for key, value in (m.get("sources") or {}).items():
+                    counts[key] = counts.get(key, 0) + int(value)
+            all_committed = summary_state(counts, plan.max_failed_ratio)
+    facts = RunFacts(
+        has_plan=plan is not None,
+        manifest_state=None if manifest is None else str(manifest.get("state", "success")),
+        all_committed_state=all_committed,
+        job_state=store.read_job_state(run_id),
+        last_write=last_write(store, run_id),
+    )
+    return decide_state(facts, now=now)
