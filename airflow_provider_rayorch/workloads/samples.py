@@ -1,11 +1,14 @@
 """Small synthetic inputs with known content: for tests, demos and example DAGs.
 
-``write_text_pdf`` needs ``reportlab``; ``write_scene_video`` needs ``av`` and ``numpy``;
+``write_pdfium_pdf`` and ``write_sample_documents`` need only ``pypdfium2`` (the
+``documents`` extra); ``write_text_pdf`` needs ``reportlab`` (the ``dev`` extra);
+``write_scene_video`` and ``write_sample_videos`` need ``av`` and ``numpy``;
 ``write_tiny_qwen_vl`` needs ``torch`` and ``transformers``.
 """
 
 from __future__ import annotations
 
+import ctypes
 import io
 import os
 from dataclasses import dataclass
@@ -16,7 +19,17 @@ from airflow_provider_rayorch.workloads._deps import require
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["Segment", "write_scene_video", "write_text_pdf", "write_tiny_qwen_vl"]
+__all__ = [
+    "SAMPLE_DOCUMENTS",
+    "SAMPLE_VIDEOS",
+    "Segment",
+    "write_pdfium_pdf",
+    "write_sample_documents",
+    "write_sample_videos",
+    "write_scene_video",
+    "write_text_pdf",
+    "write_tiny_qwen_vl",
+]
 
 
 def write_text_pdf(
@@ -46,6 +59,90 @@ def write_text_pdf(
         with open(path, "wb") as fh:
             fh.write(data)
     return data
+
+
+def write_pdfium_pdf(
+    path: str | os.PathLike[str] | None,
+    pages: Sequence[Sequence[str]],
+    *,
+    size: tuple[float, float] = (420.0, 300.0),
+    font_size: int = 24,
+) -> bytes:
+    """Like :func:`write_text_pdf`, drawn with PDFium: needs only the ``documents`` extra.
+
+    One page per entry of ``pages``, one line per string, in PDF's standard
+    Helvetica-Bold (no font file needed); an empty entry makes a blank page.
+    Returns the PDF's bytes (also written to ``path`` when given).
+    """
+    pdfium: Any = require("pypdfium2", extra="documents")
+    raw: Any = require("pypdfium2.raw", extra="documents", package="pypdfium2")
+    width, height = size
+    pdf = pdfium.PdfDocument.new()
+    try:
+        for lines in pages:
+            page = pdf.new_page(width, height)
+            try:
+                for number, text in enumerate(lines):
+                    _draw_line(
+                        raw, pdf, page, text, font_size, 24, height - 48 - number * font_size * 1.8
+                    )
+                page.gen_content()
+            finally:
+                page.close()
+        buffer = io.BytesIO()
+        pdf.save(buffer)
+    finally:
+        pdf.close()
+    data = buffer.getvalue()
+    if path is not None:
+        with open(path, "wb") as fh:
+            fh.write(data)
+    return data
+
+
+def _draw_line(raw: Any, pdf: Any, page: Any, text: str, size: float, x: float, y: float) -> None:
+    """Put one line of ``text`` on ``page`` with its baseline starting at (``x``, ``y``)."""
+    obj = raw.FPDFPageObj_NewTextObj(pdf.raw, b"Helvetica-Bold", float(size))
+    if not obj:
+        raise RuntimeError("PDFium could not create a Helvetica-Bold text object")
+    wide = ctypes.create_string_buffer((text + "\0").encode("utf-16-le"))
+    if not raw.FPDFText_SetText(obj, ctypes.cast(wide, ctypes.POINTER(raw.FPDF_WCHAR))):
+        raw.FPDFPageObj_Destroy(obj)
+        raise RuntimeError(f"PDFium could not set the text {text!r}")
+    raw.FPDFPageObj_Transform(obj, 1, 0, 0, 1, x, y)
+    raw.FPDFPage_InsertObject(page.raw, obj)  # the page owns the object from here on
+
+
+#: The example document set: file name -> lines per page; ``None`` marks the corrupt file.
+SAMPLE_DOCUMENTS: dict[str, list[list[str]] | None] = {
+    "annual-report.pdf": [
+        ["Annual report 2026", "Prepared by Ray"],
+        ["Revenue grew fast", "Costs were stable"],
+        ["Thank you for reading"],
+    ],
+    "memo-with-blank-page.pdf": [["Team memo", "Meeting on Friday"], []],
+    "invoice.pdf": [["Invoice 4711", "Total due 120 EUR"]],
+    "corrupt.pdf": None,
+}
+
+
+def write_sample_documents(directory: str | os.PathLike[str]) -> dict[str, str]:
+    """Write :data:`SAMPLE_DOCUMENTS` into ``directory``; returns file name -> path.
+
+    The corrupt file is the first bytes of a valid PDF (a truncated download):
+    PDFium refuses it as corrupt. Needs only the ``documents`` extra.
+    """
+    os.makedirs(directory, exist_ok=True)
+    paths: dict[str, str] = {}
+    for name, pages in SAMPLE_DOCUMENTS.items():
+        path = os.path.join(os.fspath(directory), name)
+        if pages is None:
+            with open(path, "wb") as fh:
+                fh.write(write_pdfium_pdf(None, [["truncated"]])[:64])
+        else:
+            write_pdfium_pdf(path, pages)
+        paths[name] = path
+    return paths
 
 
 @dataclass(frozen=True)
@@ -95,6 +192,31 @@ def write_scene_video(
                 container.mux(stream.encode(video_frame))
         container.mux(stream.encode(None))
     return total / fps
+
+
+#: The example video set: file name -> its shots (hard cuts between them).
+SAMPLE_VIDEOS: dict[str, list[Segment]] = {
+    "three-shots.mp4": [
+        Segment(1.0, "moving", (200, 40, 40)),
+        Segment(1.0, "static", (40, 160, 40)),
+        Segment(1.0, "moving", (40, 40, 200)),
+    ],
+    "two-shots.mp4": [
+        Segment(1.5, "moving", (180, 160, 30)),
+        Segment(1.0, "moving", (30, 150, 170)),
+    ],
+}
+
+
+def write_sample_videos(directory: str | os.PathLike[str]) -> dict[str, str]:
+    """Write :data:`SAMPLE_VIDEOS` into ``directory``; returns file name -> path."""
+    os.makedirs(directory, exist_ok=True)
+    paths: dict[str, str] = {}
+    for name, segments in SAMPLE_VIDEOS.items():
+        path = os.path.join(os.fspath(directory), name)
+        write_scene_video(path, segments)
+        paths[name] = path
+    return paths
 
 
 _QWEN_SPECIALS = (

@@ -1,0 +1,153 @@
+"""What the document and video example DAGs hand to their users after a run.
+
+Both read the committed outputs of a run back from the run store (through its
+lineage summary) and name each source by its file instead of its index:
+``publish_documents`` writes one markdown file per prepared document beside the
+run's outputs and report; ``clip_records`` flattens videos into one record per clip.
+Importable on its own (not a DAG file), so tests call these functions directly.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from typing import Any
+
+import pyarrow.fs as pafs
+
+from airflow_provider_rayorch.rayorch.store import RunStore, read_summary_outputs
+from airflow_provider_rayorch.reports import report_uri
+
+__all__ = ["clip_records", "examples_output", "publish_documents", "run_paths"]
+
+#: Set by ``scripts/main-job.sh``: the folder the example DAGs keep their inputs and
+#: run store in (``<it>/inputs``, ``<it>/runs``). Unset: ``$AIRFLOW_HOME/rayorch-examples``
+#: for the inputs and the connection's run store for the runs.
+OUTPUT_ENV = "RAYORCH_EXAMPLES_OUTPUT"
+
+
+def examples_output() -> tuple[str, str | None]:
+    """``(inputs folder, run store URI or None for the connection's)`` of the examples."""
+    chosen = os.environ.get(OUTPUT_ENV)
+    if chosen:
+        root = os.path.abspath(os.path.expanduser(chosen))
+        return os.path.join(root, "inputs"), os.path.join(root, "runs")
+    home = os.environ.get("AIRFLOW_HOME") or os.path.join(os.path.expanduser("~"), "airflow")
+    return os.path.join(home, "rayorch-examples", "inputs"), None
+
+
+def _store_of(summary: dict[str, Any]) -> RunStore:
+    uri = str(summary["outputs"]["uri"])
+    return RunStore(uri[: uri.rindex(f"/{summary['run_id']}/outputs")])
+
+
+def _local(uri: str) -> str:
+    """A ``file://`` URI as a plain path (what a user pastes into a file browser)."""
+    return uri.removeprefix("file://")
+
+
+def run_paths(summary: dict[str, Any]) -> dict[str, str]:
+    """Where one run's folder, output Parquet files and HTML report are."""
+    store, run_id = _store_of(summary), str(summary["run_id"])
+    return {
+        "run_dir": _local(store.run_uri(run_id)),
+        "outputs": _local(store.outputs_uri(run_id)),
+        "report": _local(report_uri(store, run_id)),
+    }
+
+
+def _source_names(summary: dict[str, Any]) -> list[str]:
+    plan = _store_of(summary).read_plan(str(summary["run_id"]))
+    return [str(s) for s in plan.sources] if plan is not None else []
+
+
+def _failures(summary: dict[str, Any], names: list[str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "file": names[f["source"]] if f["source"] < len(names) else None,
+            "source": f["source"],
+            "outcome": f["outcome"],
+            "cause": f["cause"],
+        }
+        for f in summary["failures"]
+    ]
+
+
+def _page_texts(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """``{"page", "text", "skipped"}`` for every page, skipped (blank) ones included."""
+    texts = {int(d["page"]): str(d["text"]) for d in doc["page_details"]}
+    skipped = set(doc["skipped_pages"])
+    return [
+        {"page": n, "text": texts.get(n, ""), "skipped": n in skipped}
+        for n in range(1, int(doc["pages"]) + 1)
+    ]
+
+
+def publish_documents(summary: dict[str, Any]) -> dict[str, Any]:
+    """Write ``<run dir>/markdown/<name>.md`` per PRESENT document; describe the run.
+
+    Returns the run's paths, one entry per prepared document (its file, page count,
+    skipped blank pages, recognized text, per page too, and markdown file) and the
+    failures with the file each one names.
+    """
+    paths = run_paths(summary)
+    names = _source_names(summary)
+    store = _store_of(summary)
+    markdown_dir = posixpath.join(store.run_uri(str(summary["run_id"])), "markdown")
+    fs, base = pafs.FileSystem.from_uri(
+        markdown_dir if "://" in markdown_dir else os.path.abspath(markdown_dir)
+    )
+    fs.create_dir(base, recursive=True)
+    documents = []
+    for row in read_summary_outputs(summary):
+        if row["outcome"] != "present":
+            continue
+        doc = row["value"]
+        stem = os.path.splitext(os.path.basename(str(doc["source"])))[0]
+        target = posixpath.join(base, f"{stem}.md")
+        with fs.open_output_stream(target) as fh:
+            fh.write(str(doc["markdown"]).encode("utf-8") + b"\n")
+        documents.append(
+            {
+                "file": str(doc["source"]),
+                "pages": int(doc["pages"]),
+                "skipped_pages": list(doc["skipped_pages"]),
+                "text": str(doc["markdown"]),
+                "page_texts": _page_texts(doc),
+                "markdown": _local(posixpath.join(markdown_dir, f"{stem}.md")),
+            }
+        )
+    return {
+        **paths,
+        "markdown_dir": _local(markdown_dir),
+        "sources": dict(summary["sources"]),
+        "documents": documents,
+        "failures": _failures(summary, names),
+    }
+
+
+def clip_records(summary: dict[str, Any]) -> dict[str, Any]:
+    """One record per kept clip of every PRESENT video, in video then time order."""
+    names = _source_names(summary)
+    clips = []
+    for row in read_summary_outputs(summary):
+        if row["outcome"] != "present":
+            continue
+        video = row["value"]
+        for clip in video["clips"]:
+            clips.append(
+                {
+                    "video": str(video["source"]),
+                    "clip": int(clip["index"]),
+                    "start_s": float(clip["start_s"]),
+                    "end_s": float(clip["end_s"]),
+                    "keyframe_s": float(clip["keyframe_s"]),
+                    "motion": float(clip["motion"]),
+                }
+            )
+    return {
+        **run_paths(summary),
+        "sources": dict(summary["sources"]),
+        "clips": clips,
+        "failures": _failures(summary, names),
+    }
