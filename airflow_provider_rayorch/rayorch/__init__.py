@@ -5,6 +5,7 @@ structural primitives of ``F``; run it with ``run`` or an ``Executor``.
 This package never imports airflow: every Ray actor imports it.
 """
 
+from .. import __version__
 from .errors import (
     CompileError,
     DriverError,
@@ -25,6 +26,9 @@ from .program.plan import Plan
 from .program.structural import F
 from .program.tracing import Port
 from .runtime.validation import BrokenInvariant
+
+#: ``__version__`` as a tuple of ints (``(0, 1, 0)``), as the paper's package has it.
+version_info = tuple(int(part) for part in __version__.split(".") if part.isdigit())
 
 __all__ = [
     "BrokenInvariant",
@@ -49,6 +53,8 @@ __all__ = [
     "RunResult",
     "StoreError",
     "UsageError",
+    "__version__",
     "function",
     "run",
+    "version_info",
 ]

@@ -205,3 +205,11 @@ def test_the_paper_exports_exist_here() -> None:
     assert {o.name for o in ro.ItemOutcome} == {"PRESENT", "DROPPED", "FAILED", "SUPPRESSED"}
     for name in ("expand", "expand_aligned", "reduce", "reduce_aligned", "broadcast", "filter"):
         assert callable(getattr(F, name))
+
+
+def test_version_spellings() -> None:
+    import airflow_provider_rayorch
+
+    assert ro.__version__ == airflow_provider_rayorch.__version__
+    assert ro.version_info == tuple(int(p) for p in ro.__version__.split("."))
+    assert all(isinstance(p, int) for p in ro.version_info)
