@@ -88,6 +88,14 @@ def get_provider_info() -> dict[str, Any]:
                         "label": "Request timeout (s)",
                         "schema": {"type": ["number", "null"], "default": 10},
                     },
+                    "verify": {
+                        "label": "TLS verification",
+                        "description": "For an https:// address: empty or true verifies the "
+                        "server against the system CAs, a path to a CA bundle (PEM) verifies "
+                        "it against that bundle, false turns verification off (the token is "
+                        "then sent to any server).",
+                        "schema": {"type": ["string", "null"]},
+                    },
                 },
                 "ui-field-behaviour": {
                     "hidden-fields": ["login", "schema", "port"],

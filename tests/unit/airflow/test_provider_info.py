@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -74,3 +75,35 @@ def test_package_root_does_not_import_airflow() -> None:
     code = "import airflow_provider_rayorch, sys; print('airflow' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _conn() -> dict:
+    [conn] = get_provider_info()["connection-types"]
+    return dict(conn)
+
+
+def test_form_shows_verify_as_text_for_a_boolean_or_a_ca_bundle() -> None:
+    verify = _conn()["conn-fields"].get("verify")
+    assert verify is not None, "the connection form has no 'verify' field"
+    # a text field: "true", "false" or a CA bundle path (empty: verification on)
+    assert verify["schema"]["type"] == ["string", "null"]
+    assert "CA" in verify["description"]
+    assert "false" in verify["description"]
+
+
+def test_connection_docs_match_the_form() -> None:
+    doc = (Path(__file__).parents[3] / "docs" / "airflow" / "connection.md").read_text()
+    conn = _conn()
+    behaviour = conn["ui-field-behaviour"]
+    rows = re.findall(r"^\| ([^|]+?) \|", doc, re.M)
+    extras = {m.group(1) for r in rows if (m := re.fullmatch(r"Extra `(\w+)`", r))}
+    assert extras == set(conn["conn-fields"]), "documented extras differ from the form's fields"
+    # the form's fields under the labels the form shows them with
+    for field, label in behaviour["relabeling"].items():
+        assert any(label in r and field.capitalize() in r for r in rows), (field, label)
+    # hidden fields are not presented as something to fill in
+    for field in behaviour["hidden-fields"]:
+        assert not any(r.strip().lower() == field for r in rows), field
+    assert not re.search(r"`port` / `schema` fill in", doc)
+    # the Test button is disabled by Airflow's default; the docs say how to enable it
+    assert "AIRFLOW__CORE__TEST_CONNECTION=Enabled" in doc
