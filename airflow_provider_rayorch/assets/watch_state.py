@@ -48,8 +48,9 @@ class ListedFile:
 
 def _fix(key: str, asset_name: str) -> str:
     return (
-        f"delete the key {key!r} of asset {asset_name!r} (Asset state store in the UI, or "
-        "the REST API) to start over: the trigger then emits every matching file again"
+        f"delete the key {key!r} of asset {asset_name!r} (REST API: DELETE "
+        f"/api/v2/assets/<asset id>/state-store/{key}) to start over; the trigger then "
+        "announces every matching file again"
     )
 
 
