@@ -167,6 +167,9 @@ def _sources_table(view: RunView) -> str:
         if view.rows_total > shown
         else ""
     )
+    if not view.rows_total:
+        capped = ' <span class="note">(no source committed yet)</span>'
+
     port_head = "<th>port</th>" if multi else ""
     return (
         '<div><input id="source-filter" type="search" placeholder="filter: source, cause, text">'
@@ -218,6 +221,12 @@ def _section(key: str, title: str, body: str, note: str = "") -> str:
     return f'<section id="{key}"><h2>{esc(title)}</h2>{extra}{body}</section>'
 
 
+def _microbatch_states(view: RunView) -> list[str]:
+    """The legend's states: ``not run`` only when the job ended before some microbatches."""
+    ended = any(mb.state == "not_run" for mb in view.microbatches)
+    return ["success", "failed", "not run" if ended else "pending"]
+
+
 def _no_timeline_note(view: RunView) -> str:
     if view.state == "not_started":
         return "No batches: the Ray job never started, so no actor ran."
@@ -243,19 +252,19 @@ def render_page(
     ends = [mb.finished_s for mb in view.microbatches]
     span = plots.span_of(timeline, *ends)
     no_timeline = _no_timeline_note(view)
-    times = " Commit times are the manifests' modification times." if view.times_from_store else ""
+    committed = any(mb.committed for mb in view.microbatches)
+    times = (
+        " Commit times are the manifests' modification times."
+        if view.times_from_store and committed
+        else ""
+    )
     sections = [
         _section(
             "microbatches",
             "Source microbatches",
             plots.microbatch_spans(view.microbatches, span)
             + '<div class="note">'
-            + plots.legend({k: plots.OUTCOME_COLORS[k] for k in ("success", "failed", "pending")})
-            + (
-                "; not run: the job ended first"
-                if any(mb.state == "not_run" for mb in view.microbatches)
-                else ""
-            )
+            + plots.legend({k: plots.OUTCOME_COLORS[k] for k in _microbatch_states(view)})
             + "</div>"
             + _microbatch_table(view),
             times.strip(),

@@ -35,6 +35,7 @@ OUTCOME_COLORS = {
     "failed": "#c62828",
     "suppressed": "#ef6c00",
     "pending": "#90caf9",
+    "not run": "#e0e0e0",
 }
 #: Busy-segment colours by how the batch ended.
 REPORT_COLORS = {
@@ -141,7 +142,7 @@ def queue_depth(timeline: Sequence[Mapping[str, Any]], span: float) -> str:
     canvas = Canvas(WIDTH, 260)
     xs = Scale(0.0, span, canvas.x0, canvas.x1)
     ys = Scale(0.0, top * 1.05, canvas.y1, canvas.y0)
-    canvas.y_axis(ys, "ready Grains")
+    canvas.y_axis(ys, "ready Grains", counts=True)
     _time_axis(canvas, xs)
     for i, (call, points) in enumerate(series.items()):
         color = PALETTE[i % len(PALETTE)]
@@ -188,7 +189,7 @@ def batch_size_plots(
         canvas = Canvas(300, 190, left=44, top=22)
         xs = Scale(0.5, biggest + 0.5, canvas.x0, canvas.x1)
         ys = Scale(0.0, max(hist.values()) * 1.1, canvas.y1, canvas.y0)
-        canvas.y_axis(ys, "batches")
+        canvas.y_axis(ys, "batches", counts=True)
         width = max(1.0, (canvas.x1 - canvas.x0) / biggest - 1)
         for size, n in sorted(hist.items()):
             x = xs(size) - width / 2
@@ -208,13 +209,13 @@ def completion_curve(microbatches: Sequence[MicrobatchView], total: int, span: f
         (mb for mb in microbatches if mb.finished_s is not None),
         key=lambda mb: (mb.finished_s or 0.0, mb.index),
     )
-    canvas = Canvas(WIDTH, 260)
+    canvas = Canvas(WIDTH, 260 if done else 90)
     if not done:
         canvas.empty(f"{NOTHING_COMMITTED} (0 of {total} sources)")
         return canvas.render("completion", f"Completion curve: {NOTHING_COMMITTED}")
     xs = Scale(0.0, span, canvas.x0, canvas.x1)
     ys = Scale(0.0, max(total, 1) * 1.05, canvas.y1, canvas.y0)
-    canvas.y_axis(ys, "sources")
+    canvas.y_axis(ys, "sources", counts=True)
     _time_axis(canvas, xs)
     canvas.line(canvas.x0, ys(total), canvas.x1, ys(total), "#999", dash="4 3")
     canvas.text(canvas.x0 + 4, ys(total) - 4, f"{total} sources", size=10, fill="#666")
@@ -260,7 +261,7 @@ def microbatch_spans(microbatches: Sequence[MicrobatchView], span: float) -> str
 
 def legend(items: Mapping[str, str]) -> str:
     """A small HTML legend of colour swatches."""
-    return "".join(
-        f'<span class="swatch" style="background:{color}"></span>{esc(name)} '
+    return " ".join(
+        f'<span class="swatch" style="background:{color}"></span>{esc(name)}'
         for name, color in items.items()
     )

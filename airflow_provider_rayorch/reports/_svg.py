@@ -175,9 +175,12 @@ class Canvas:
             self.text(x, self.y1 + 15, text, anchor="middle", size=10)
         self.text((self.x0 + self.x1) / 2, self.height - 4, label, anchor="middle")
 
-    def y_axis(self, scale: Scale, label: str, grid: bool = True) -> None:
+    def y_axis(self, scale: Scale, label: str, grid: bool = True, counts: bool = False) -> None:
+        """``counts``: whole numbers only (no 0.5 Grains on a small plot)."""
         self.line(self.x0, self.y0, self.x0, self.y1, "#888")
         ticks = nice_ticks(scale.d0, scale.d1, 4)
+        if counts:
+            ticks = [t for t in ticks if t == int(t)]
         for t, text in zip(ticks, tick_labels(ticks), strict=True):
             y = scale(t)
             if grid:
