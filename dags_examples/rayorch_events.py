@@ -1,7 +1,8 @@
 """Event-driven ingestion: prepare text files as soon as they land, each one once.
 
 The asset ``rayorch-inbox`` has an ``AssetWatcher``: in the triggerer,
-``RayOrchNewSourcesTrigger`` lists ``$RAYORCH_INBOX/*.txt`` every 5 seconds and
+``RayOrchNewSourcesTrigger`` lists ``$RAYORCH_INBOX/*.txt`` (default
+``/tmp/rayorch-landing/inbox``) every 5 seconds and
 announces each file once its size has settled, in an asset event. The DAG runs on
 those events:
 
@@ -13,8 +14,8 @@ those events:
 3. ``record`` writes the files to the asset's state store: no later run takes them.
 
 ``max_active_runs=1`` keeps runs in order, so each sees what the previous recorded.
-Try it: ``mkdir -p /tmp/rayorch-inbox && echo "hello world" > /tmp/rayorch-inbox/a.txt``
-with a scheduler, a dag-processor and a triggerer running. See docs/airflow/event-driven.md.
+Try it with a scheduler, a dag-processor and a triggerer running: unpause the DAG, then
+write ``/tmp/rayorch-landing/inbox/a.txt``. See docs/airflow/event-driven.md.
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ from airflow_provider_rayorch.assets.new_sources import new_sources, record_comm
 from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 from airflow_provider_rayorch.triggers.sources import RayOrchNewSourcesTrigger
 
-INBOX_DIR = os.environ.get("RAYORCH_INBOX", "/tmp/rayorch-inbox").rstrip("/")
+# $RAYORCH_INBOX, else an "inbox" folder beside rayorch_ingest's landing folder.
+INBOX_DIR = (
+    os.environ.get("RAYORCH_INBOX")
+    or os.path.join(os.environ.get("RAYORCH_LANDING", "/tmp/rayorch-landing"), "inbox")
+).rstrip("/")
 INBOX_NAME = "rayorch-inbox"
 INBOX = Asset(
     INBOX_NAME,
