@@ -35,6 +35,11 @@ class RecoveryPolicy:
     infra_retries: int = 3
 
     def __post_init__(self) -> None:
+        if not isinstance(self.kind, RecoveryKind):
+            raise UsageError(
+                f"RecoveryPolicy.kind must be a RecoveryKind, got {self.kind!r}; build policies "
+                "with RecoveryPolicy.abort(), .retry_batch(), .retry_tail() or .isolate_tail()"
+            )
         for name in ("max_retries", "infra_retries"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:

@@ -99,6 +99,7 @@ class One(ro.Pipeline):
             lambda: ro.RecoveryPolicy.isolate_tail(infra_retries=1.5), r"infra_retries must be"
         ),
         pytest.param(lambda: One().compile(optimize=None), r"optimize="),
+        pytest.param(lambda: ro.RecoveryPolicy("abort"), r"kind must be a RecoveryKind"),
         pytest.param(lambda: ro.run(One(), "abc", backend="local"), r"must be a sequence of rows"),
         pytest.param(lambda: ro.run(One(), [1], [2], backend="local"), r"takes 1 source column"),
         pytest.param(
