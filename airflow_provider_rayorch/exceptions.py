@@ -4,6 +4,7 @@
 
     AirflowException
     ├── RayOrchClusterError            the Ray cluster cannot be reached or refused a call
+    │   └── RayOrchAuthError           the Jobs API refused the token (HTTP 401/403)
     ├── RayOrchJobFailed               the Ray job ended FAILED or STOPPED
     ├── RayOrchPlanChanged             the run store holds another plan for this run id
     ├── RayOrchFailedRatioExceeded     too many sources (or microbatch sources) failed
@@ -17,6 +18,7 @@ from __future__ import annotations
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 __all__ = [
+    "RayOrchAuthError",
     "RayOrchClusterError",
     "RayOrchCompileFailed",
     "RayOrchFailedRatioExceeded",
@@ -27,7 +29,24 @@ __all__ = [
 
 
 class RayOrchClusterError(AirflowException):
-    """The Ray Jobs API is unreachable, refused the token, or failed a request."""
+    """The Ray Jobs API is unreachable, refused the token, or failed a request.
+
+    ``transient`` says whether trying again later may help (a refused or timed-out
+    connection, HTTP 502/503/504); the pollers retry only those, within one budget
+    (:mod:`airflow_provider_rayorch.common.polling`). An error raised without saying
+    is taken as transient; the hook always says.
+    """
+
+    def __init__(self, message: str, *, transient: bool = True) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class RayOrchAuthError(RayOrchClusterError):
+    """The Jobs API refused the request's token (HTTP 401/403): never retried."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, transient=False)
 
 
 class RayOrchJobFailed(AirflowException):

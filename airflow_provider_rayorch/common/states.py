@@ -11,6 +11,7 @@ from enum import StrEnum
 __all__ = [
     "JOB_ID_KEY",
     "JOB_URL_KEY",
+    "LOCAL_HEAD_KEY",
     "RUN_ID_KEY",
     "RUN_STORE_KEY",
     "SUMMARY_KEY",
@@ -22,6 +23,9 @@ RUN_STORE_KEY = "rayorch_run_store"
 JOB_ID_KEY = "rayorch_job_id"
 JOB_URL_KEY = "rayorch_job_url"
 SUMMARY_KEY = "rayorch_summary"
+#: True when the task's Ray job ran on a loopback head the provider started (its
+#: dashboard goes away with the head's teardown).
+LOCAL_HEAD_KEY = "rayorch_local_head"
 
 
 class JobStatus(StrEnum):
@@ -34,6 +38,8 @@ class JobStatus(StrEnum):
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     NOT_STARTED = "NOT_STARTED"
+    #: The cluster does not know the job (never accepted, or the head was replaced).
+    MISSING = "MISSING"
 
     @property
     def is_active(self) -> bool:

@@ -6,6 +6,8 @@ Connection fields:
   and ``schema`` (``http``/``https``) fill in what ``host`` leaves out. Empty host:
   an embedded local Ray, started in the worker for the run and stopped after it.
 - ``password``: the Ray auth token, sent as ``Authorization: Bearer ...`` and masked.
+  For the address of a loopback head this provider started (``local_head=True``),
+  that head's own token (read from its token file) is sent instead.
 - ``extra``: ``runtime_env`` (dict), ``run_store`` (filesystem URI), ``namespace``,
   ``ray_init_kwargs`` (embedded Ray only), ``dashboard_url`` (browser address of the
   dashboard when it differs from ``host``), ``verify`` (TLS), ``timeout`` (seconds).
@@ -20,25 +22,27 @@ import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
+from airflow_provider_rayorch.common import local_heads
+from airflow_provider_rayorch.common.states import JobStatus
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
+from airflow_provider_rayorch.hooks.jobs_api import JobsApi, TokenChoice
 
 if TYPE_CHECKING:
-    from ray.job_submission import JobSubmissionClient
-
     from airflow_provider_rayorch.rayorch.store import RunStore
 
 __all__ = ["ACTIVE_STATES", "TERMINAL_STATES", "RayOrchHook", "RayOrchSettings"]
 
 DEFAULT_PORT = 8265
-ACTIVE_STATES = frozenset({"PENDING", "RUNNING"})
-TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
+#: Kept for callers of earlier versions; prefer ``JobStatus.is_active``.
+ACTIVE_STATES = frozenset({JobStatus.PENDING, JobStatus.RUNNING})
+TERMINAL_STATES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED})
 
 
 def _as_dict(value: Any, name: str) -> dict[str, Any]:
@@ -86,6 +90,14 @@ class RayOrchSettings:
     dashboard_url: str | None = None
     verify: bool | str = True
     timeout: float = 10.0
+    #: Where ``token`` came from: ``"connection"``, ``"local_head"`` or ``"none"``.
+    token_source: str = "none"
+    #: The loopback head's token file, when ``address`` is a head this provider started.
+    local_head_token_path: str | None = None
+
+    @property
+    def is_local_head(self) -> bool:
+        return self.local_head_token_path is not None
 
     @property
     def embedded(self) -> bool:
@@ -107,6 +119,7 @@ class RayOrchSettings:
         return cls(
             address=address,
             token=token,
+            token_source="connection" if token else "none",
             runtime_env=_as_dict(extra.get("runtime_env"), "runtime_env"),
             run_store=str(extra.get("run_store") or default_run_store()),
             namespace=extra.get("namespace") or None,
@@ -119,6 +132,10 @@ class RayOrchSettings:
 
 class RayOrchHook(BaseHook):
     """Talks to the Ray cluster of a ``rayorch`` connection.
+
+    Every Jobs-API call, sync or async, goes through one
+    :class:`~airflow_provider_rayorch.hooks.jobs_api.JobsApi` (httpx): same timeout,
+    TLS verification, token and error mapping.
 
     :param rayorch_conn_id: the connection; a missing ``rayorch_default`` means embedded Ray.
     :param address: overrides the connection's ``host`` (for example a loopback head
@@ -140,30 +157,43 @@ class RayOrchHook(BaseHook):
     ) -> None:
         super().__init__()
         self.rayorch_conn_id = rayorch_conn_id
-        self._address_override = address or None
+        self._address_override = (address or "").strip() or None
         self._timeout_override = timeout
-        self._client: JobSubmissionClient | None = None
 
     # -- settings --------------------------------------------------------------------
     def _finish(self, conn: Any) -> RayOrchSettings:
         settings = RayOrchSettings.from_connection(conn)
-        if settings.token:
-            from airflow.sdk.log import mask_secret
-
-            mask_secret(settings.token)
         changes: dict[str, Any] = {}
         if self._address_override:
             changes["address"] = self._address_override.rstrip("/")
         if self._timeout_override is not None:
             changes["timeout"] = float(self._timeout_override)
+        head = local_heads.lookup(changes.get("address", settings.address))
+        if head is not None:  # the provider's own head: its token wins over the connection's
+            changes.update(
+                token=local_heads.read_token(head),
+                token_source="local_head",
+                local_head_token_path=head.token_path,
+            )
         if changes:
-            settings = RayOrchSettings(**{**settings.__dict__, **changes})
+            settings = replace(settings, **changes)
+        if settings.token:
+            from airflow.sdk.log import mask_secret
+
+            mask_secret(settings.token)
         return settings
 
     def _missing(self, exc: Exception) -> None:
         if self.rayorch_conn_id != self.default_conn_name:
             raise exc
-        self.log.info("No %r connection: using an embedded local Ray", self.default_conn_name)
+        if self._address_override:
+            self.log.info(
+                "No %r connection: using the Ray Jobs API at %s (the task's ray_address)",
+                self.default_conn_name,
+                self._address_override,
+            )
+        else:
+            self.log.info("No %r connection: using an embedded local Ray", self.default_conn_name)
 
     @cached_property
     def settings(self) -> RayOrchSettings:
@@ -183,13 +213,19 @@ class RayOrchHook(BaseHook):
         except AirflowNotFoundException as exc:
             self._missing(exc)
             conn = None
-        settings = self._finish(conn)
+        settings = await asyncio.to_thread(self._finish, conn)  # may read a token file
         self.__dict__["settings"] = settings
         return settings
 
     @property
     def embedded(self) -> bool:
         return self.settings.embedded
+
+    @property
+    def is_local_head(self) -> bool:
+        """The address is a loopback head this provider started (it shares this
+        machine's files and the worker's ``sys.path``)."""
+        return self.settings.is_local_head
 
     @property
     def run_store_uri(self) -> str:
@@ -209,64 +245,49 @@ class RayOrchHook(BaseHook):
         return {"Authorization": f"Bearer {token}"} if token else {}
 
     # -- Jobs API ----------------------------------------------------------------------
-    def _require_address(self) -> str:
-        address = self.settings.address
+    def _require_address(self, settings: RayOrchSettings | None = None) -> str:
+        address = (settings or self.settings).address
         if not address:
             raise RayOrchClusterError(
                 f"connection {self.rayorch_conn_id!r} has no host: the Ray Jobs API needs a "
-                "cluster address such as http://head:8265"
+                "cluster address such as http://head:8265",
+                transient=False,
             )
         return address
 
+    def _api_for(self, settings: RayOrchSettings) -> JobsApi:
+        origin = {
+            "connection": self.rayorch_conn_id,
+            "local_head": settings.local_head_token_path or "",
+        }.get(settings.token_source, "")
+        return JobsApi(
+            address=self._require_address(settings),
+            conn_id=self.rayorch_conn_id,
+            timeout=settings.timeout,
+            verify=settings.verify,
+            token=TokenChoice(settings.token, settings.token_source, origin),
+        )
+
+    @property
+    def api(self) -> JobsApi:
+        """The request path to this connection's Jobs API."""
+        return self._api_for(self.settings)
+
+    async def aapi(self) -> JobsApi:
+        return self._api_for(await self.asettings())
+
     def check_reachable(self) -> str:
         """GET ``/api/version`` within ``timeout`` seconds; returns the cluster's Ray version."""
-        import requests
+        for var in ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS"):
+            if os.environ.get(var):
+                self.log.debug("%s is set in this worker; the hook ignores it", var)
+        data = self.api.json("GET", "/api/version", what="reading the Ray version")
+        return str(data.get("ray_version", "unknown"))
 
-        address = self._require_address()
-        timeout = self.settings.timeout
-        try:
-            resp = requests.get(
-                f"{address}/api/version",
-                headers=self._headers(),
-                timeout=(timeout, timeout),
-                verify=self.settings.verify,
-            )
-        except requests.RequestException as exc:
-            raise RayOrchClusterError(
-                f"cannot reach the Ray Jobs API at {address} within {timeout:g}s "
-                f"({type(exc).__name__}); check the {self.rayorch_conn_id!r} connection's host "
-                "and that the cluster's dashboard is running"
-            ) from None
-        if resp.status_code in (401, 403):
-            raise RayOrchClusterError(
-                f"the Ray cluster at {address} refused the auth token (HTTP {resp.status_code}); "
-                f"set the Ray auth token as the {self.rayorch_conn_id!r} connection's password"
-            )
-        if resp.status_code != 200:
-            raise RayOrchClusterError(f"Ray Jobs API at {address} answered HTTP {resp.status_code}")
-        return str(resp.json().get("ray_version", "unknown"))
-
-    def get_conn(self) -> JobSubmissionClient:
-        """A ``JobSubmissionClient`` for the connection (checked reachable first)."""
-        if self._client is None:
-            from ray.job_submission import JobSubmissionClient
-
-            for var in ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS"):
-                if os.environ.get(var):
-                    self.log.warning(
-                        "%s is set in this worker; Ray's client lets it override the "
-                        "connection's host %s",
-                        var,
-                        self.settings.address,
-                    )
-            self.check_reachable()
-            try:
-                self._client = JobSubmissionClient(
-                    self._require_address(), headers=self._headers(), verify=self.settings.verify
-                )
-            except (ConnectionError, RuntimeError) as exc:
-                raise RayOrchClusterError(f"Ray Jobs API client failed: {exc}") from None
-        return self._client
+    def get_conn(self) -> JobsApi:
+        """The Jobs API request path (checked reachable first)."""
+        self.check_reachable()
+        return self.api
 
     def submit_job(
         self,
@@ -277,75 +298,44 @@ class RayOrchHook(BaseHook):
         metadata: Mapping[str, str] | None = None,
         entrypoint_num_cpus: float | None = None,
     ) -> str:
-        """Submit a job; ``runtime_env`` is merged over the connection's."""
+        """Submit a job; ``runtime_env`` is merged over the connection's and its local
+        ``working_dir`` / ``py_modules`` are uploaded first."""
+        from airflow_provider_rayorch.hooks.packages import prepare_runtime_env
+
         env = self.runtime_env(runtime_env)
         if self.settings.namespace:
             env.setdefault("env_vars", {})
             env["env_vars"] = {**env["env_vars"], "RAY_NAMESPACE": self.settings.namespace}
-        try:
-            return str(
-                self.get_conn().submit_job(
-                    entrypoint=entrypoint,
-                    submission_id=submission_id,
-                    runtime_env=env or None,
-                    metadata=dict(metadata or {}),
-                    entrypoint_num_cpus=entrypoint_num_cpus,
-                )
-            )
-        except RuntimeError as exc:
-            raise RayOrchClusterError(f"submitting job {submission_id!r} failed: {exc}") from None
-
-    def _request(self, method: str, path: str) -> Any:
-        """One Jobs API call bounded by the connection's timeout; returns the response."""
-        import requests
-
-        address = self._require_address()
-        timeout = self.settings.timeout
-        try:
-            return requests.request(
-                method,
-                f"{address}{path}",
-                headers=self._headers(),
-                timeout=(timeout, timeout),
-                verify=self.settings.verify,
-            )
-        except requests.RequestException as exc:
-            raise RayOrchClusterError(
-                f"cannot reach the Ray Jobs API at {address} within {timeout:g}s "
-                f"({type(exc).__name__}) during {method} {path}"
-            ) from None
-
-    def _json(self, method: str, path: str) -> Any:
-        resp = self._request(method, path)
-        if resp.status_code != 200:
-            raise RayOrchClusterError(
-                f"{method} {path} failed: HTTP {resp.status_code}: {resp.text[:500]}"
-            )
-        return resp.json()
+        api = self.api
+        body: dict[str, Any] = {
+            "entrypoint": entrypoint,
+            "submission_id": submission_id,
+            "runtime_env": prepare_runtime_env(api, env) or None,
+            "metadata": dict(metadata or {}),
+        }
+        if entrypoint_num_cpus is not None:
+            body["entrypoint_num_cpus"] = entrypoint_num_cpus
+        data = api.json("POST", "/api/jobs/", what=f"submitting job {submission_id!r}", json=body)
+        return str(data.get("submission_id") or data.get("job_id") or submission_id)
 
     def get_job_info(self, job_id: str) -> dict[str, Any] | None:
         """``{"status", "message", "metadata", ...}`` or ``None`` when no such job exists."""
-        resp = self._request("GET", f"/api/jobs/{job_id}")
-        if resp.status_code == 404:
-            return None
-        if resp.status_code != 200:
-            raise RayOrchClusterError(
-                f"reading job {job_id!r} failed: HTTP {resp.status_code}: {resp.text[:500]}"
-            )
-        return _info_dict(resp.json())
+        resp = self.api.request(
+            "GET", f"/api/jobs/{job_id}", what=f"reading job {job_id!r}", allow_404=True
+        )
+        return None if resp is None else _info_dict(resp.json())
 
-    def get_job_status(self, job_id: str) -> str:
-        """The job's status (``PENDING``, ``RUNNING``, ``SUCCEEDED``, ``FAILED``,
-        ``STOPPED``), or ``MISSING`` when the cluster does not know it."""
+    def get_job_status(self, job_id: str) -> JobStatus:
+        """The job's status, or ``MISSING`` when the cluster does not know it."""
         info = self.get_job_info(job_id)
-        return "MISSING" if info is None else str(info["status"])
+        return JobStatus.MISSING if info is None else JobStatus.parse(info["status"])
 
     def find_active_job(self, run_id: str) -> str | None:
         """The submission id of a PENDING/RUNNING job of ``run_id``, if any."""
-        for info in self._json("GET", "/api/jobs/"):
+        for info in self.api.json("GET", "/api/jobs/", what="listing jobs"):
             data = _info_dict(info)
             if (data.get("metadata") or {}).get("rayorch_run_id") == run_id and (
-                data["status"] in ACTIVE_STATES
+                JobStatus.parse(data["status"]).is_active
             ):
                 return str(data["submission_id"])
         return None
@@ -353,13 +343,15 @@ class RayOrchHook(BaseHook):
     def stop_job(self, job_id: str) -> bool:
         """Ask the job to stop (never deletes it: Ray deletes terminal jobs only)."""
         try:
-            return bool(self._json("POST", f"/api/jobs/{job_id}/stop").get("stopped"))
+            path = f"/api/jobs/{job_id}/stop"
+            return bool(self.api.json("POST", path, what=f"stopping job {job_id!r}").get("stopped"))
         except RayOrchClusterError as exc:
             self.log.warning("stopping job %s failed: %s", job_id, exc)
             return False
 
     def get_job_logs(self, job_id: str) -> str:
-        return str(self._json("GET", f"/api/jobs/{job_id}/logs").get("logs", ""))
+        path = f"/api/jobs/{job_id}/logs"
+        return str(self.api.json("GET", path, what=f"reading job {job_id!r} logs").get("logs", ""))
 
     def dashboard_job_url(self, job_id: str) -> str | None:
         base = self.settings.dashboard_url or self.settings.address
@@ -367,45 +359,47 @@ class RayOrchHook(BaseHook):
 
     # -- async variants (for triggers) ---------------------------------------------
     async def aget_job_info(self, job_id: str) -> dict[str, Any] | None:
-        """Async ``get_job_info``: one GET with the connection's timeout."""
-        import aiohttp
+        """Async ``get_job_info``: the same request path, awaited."""
+        api = await self.aapi()
+        resp = await api.arequest(
+            "GET", f"/api/jobs/{job_id}", what=f"reading job {job_id!r}", allow_404=True
+        )
+        return None if resp is None else _info_dict(resp.json())
 
-        settings = await self.asettings()
-        address = settings.address or self._require_address()
-        timeout = aiohttp.ClientTimeout(total=settings.timeout)
-        ssl: Any = None if settings.verify is True else False
-        try:
-            async with (
-                aiohttp.ClientSession(headers=self._headers(), timeout=timeout) as session,
-                session.get(f"{address}/api/jobs/{job_id}", ssl=ssl) as resp,
-            ):
-                if resp.status == 404:
-                    return None
-                if resp.status != 200:
-                    raise RayOrchClusterError(
-                        f"reading job {job_id!r} failed: HTTP {resp.status}: {await resp.text()}"
-                    )
-                return dict(await resp.json())
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise RayOrchClusterError(
-                f"cannot reach the Ray Jobs API at {address} ({type(exc).__name__})"
-            ) from None
-
-    async def aget_job_status(self, job_id: str) -> str:
+    async def aget_job_status(self, job_id: str) -> JobStatus:
         info = await self.aget_job_info(job_id)
-        return "MISSING" if info is None else str(info["status"])
+        return JobStatus.MISSING if info is None else JobStatus.parse(info["status"])
+
+    async def aget_job_logs(self, job_id: str) -> str:
+        api = await self.aapi()
+        path = f"/api/jobs/{job_id}/logs"
+        data = await api.ajson("GET", path, what=f"reading job {job_id!r} logs")
+        return str(data.get("logs", ""))
 
     async def astop_job(self, job_id: str) -> bool:
-        await self.asettings()
-        return await asyncio.to_thread(self.stop_job, job_id)
+        try:
+            api = await self.aapi()
+            data = await api.ajson("POST", f"/api/jobs/{job_id}/stop", what=f"stopping {job_id!r}")
+        except RayOrchClusterError as exc:
+            self.log.warning("stopping job %s failed: %s", job_id, exc)
+            return False
+        return bool(data.get("stopped"))
 
-    async def atail_job_logs(self, job_id: str) -> AsyncIterator[str]:
-        """Yield chunks of the job's log as they are written (ends with the stream,
-        which is not the end of the job: poll the status separately)."""
-        await self.asettings()
-        client = await asyncio.to_thread(self.get_conn)
-        async for chunk in client.tail_job_logs(job_id):
-            yield chunk
+    async def atail_job_logs(self, job_id: str, interval: float = 2.0) -> AsyncIterator[str]:
+        """Yield the job log's new text every ``interval`` seconds (until cancelled: the
+        end of a log is not the end of a job, so poll the status separately)."""
+        printed = 0
+        while True:
+            try:
+                logs = await self.aget_job_logs(job_id)
+            except RayOrchClusterError as exc:
+                if not exc.transient:
+                    raise
+                logs = ""
+            if len(logs) > printed:
+                yield logs[printed:]
+                printed = len(logs)
+            await asyncio.sleep(interval)
 
     # -- UI ---------------------------------------------------------------------------
     def test_connection(self) -> tuple[bool, str]:

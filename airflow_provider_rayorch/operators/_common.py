@@ -58,7 +58,9 @@ def pipeline_spec(pipeline: Any) -> str:
     return f"{module}:{qualname}"
 
 
-def _importable_hint(spec: str, module: Any, remote: bool, runtime_env: Mapping[str, Any]) -> None:
+def _importable_hint(
+    spec: str, module: Any, remote: bool, runtime_env: Mapping[str, Any], shares_worker_path: bool
+) -> None:
     name = getattr(module, "__name__", "")
     if name == "__main__" or name.startswith("unusual_prefix_") or "<locals>" in spec:
         where = "the Ray cluster's workers" if remote else "the driver process"
@@ -68,6 +70,8 @@ def _importable_hint(spec: str, module: Any, remote: bool, runtime_env: Mapping[
             "or in an installed package) and, for a remote cluster, ship that module with "
             "runtime_env `py_modules` or `working_dir`."
         )
+    if shares_worker_path:  # the provider's loopback head imports what this worker imports
+        return
     if remote and not (runtime_env.get("py_modules") or runtime_env.get("working_dir")):
         top = spec.partition(":")[0].split(".")[0]
         top_module = sys.modules.get(top)
@@ -84,25 +88,61 @@ def _importable_hint(spec: str, module: Any, remote: bool, runtime_env: Mapping[
             )
 
 
+def _not_importable_here(spec: str, exc: BaseException, remote: bool) -> str:
+    """Why ``spec`` cannot be imported in this worker, and the fix.
+
+    Here the worker itself cannot import it, so shipping it to a cluster is not the
+    first fix: the path is misspelt or the module is not on this worker's path."""
+    module_name = spec.partition(":")[0] if ":" in spec else spec.rpartition(".")[0]
+    cause = exc.__cause__ or exc
+    where = ", ".join(p for p in sys.path[:6] if p) + (", ..." if len(sys.path) > 6 else "")
+    if isinstance(cause, ModuleNotFoundError):
+        what = f"module {cause.name or module_name!r} is not importable in this worker"
+    elif isinstance(cause, AttributeError):
+        what = f"module {module_name!r} has no attribute named by {spec!r} ({cause})"
+    else:
+        what = f"importing {spec!r} failed: {type(cause).__name__}: {cause}"
+    message = (
+        f"pipeline {spec!r}: {what}. Fix: check the spelling of 'pkg.module:Factory', and that "
+        f"the module's directory is on this worker's PYTHONPATH (searched: {where})."
+    )
+    if remote:
+        message += (
+            " Then, for a remote cluster, ship the module to it with runtime_env "
+            "`py_modules` or `working_dir`, or install it on every node."
+        )
+    return message
+
+
 def compile_pipeline(
     spec: str,
     pipeline_kwargs: Mapping[str, Any],
     *,
     remote: bool,
     runtime_env: Mapping[str, Any],
+    shares_worker_path: bool = False,
 ) -> str:
     """Import and compile the pipeline here, before anything is submitted; returns the
-    plan fingerprint. ``CompileError`` fails the task at once."""
+    plan fingerprint. ``CompileError`` fails the task at once.
+
+    ``shares_worker_path``: the Ray cluster imports what this worker imports (the
+    provider's loopback head), so no ``runtime_env`` advice is given."""
     import importlib
 
-    from airflow_provider_rayorch.rayorch.driver import DriverError, import_factory
+    from airflow_provider_rayorch.rayorch.driver import EXIT_IMPORT, DriverError, import_factory
 
     try:
         factory = import_factory(spec)
     except DriverError as exc:
+        if exc.exit_code == EXIT_IMPORT and exc.__cause__ is not None:
+            raise RayOrchPipelineNotImportable(
+                _not_importable_here(spec, exc, remote and not shares_worker_path)
+            ) from exc
         raise RayOrchPipelineNotImportable(str(exc)) from exc
     module_name = spec.partition(":")[0] if ":" in spec else spec.rpartition(".")[0]
-    _importable_hint(spec, importlib.import_module(module_name), remote, runtime_env)
+    _importable_hint(
+        spec, importlib.import_module(module_name), remote, runtime_env, shares_worker_path
+    )
     from airflow_provider_rayorch.rayorch.errors import CompileError
 
     try:

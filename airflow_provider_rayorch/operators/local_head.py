@@ -4,12 +4,21 @@ The per-microbatch pattern needs a Ray job that outlives the submit task, hence 
 cluster. On one machine these tasks start ``ray start --head --block`` on 127.0.0.1
 in a process group of its own, and stop exactly that process group afterwards
 (never ``ray stop``, which kills every Ray on the machine).
+
+The head always runs in Ray token mode with a token of its own, whatever the
+machine's Ray token state (a ``~/.ray/auth_token`` left by an earlier
+``ray.init()``, ``RAY_AUTH_MODE`` set or not): the token is generated here, written
+to ``<head temp dir>/auth_token`` (mode 0600) and given to Ray as
+``RAY_AUTH_TOKEN_PATH``. The head registers itself by address
+(:mod:`airflow_provider_rayorch.common.local_heads`), so the hook sends that token
+to this address. The head's info (its XCom) carries the file's path, never the token.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -21,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
+from airflow_provider_rayorch.common import local_heads
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
 
 if TYPE_CHECKING:
@@ -50,15 +60,37 @@ def _ray_executable() -> str:
     return found
 
 
-def _dashboard_up(url: str, token: str | None) -> bool:
-    import requests
+def _dashboard_up(url: str, token: str) -> bool:
+    import httpx
 
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    try:  # 401/403: up, with token auth this probe has no token for
-        code = requests.get(f"{url}/api/version", headers=headers, timeout=2).status_code
-    except requests.RequestException:
+    headers = {"Authorization": f"Bearer {token}"}
+    try:
+        code = httpx.get(f"{url}/api/version", headers=headers, timeout=2).status_code
+    except httpx.HTTPError:
         return False
-    return code in (200, 401, 403)
+    if code in (401, 403):
+        raise RayOrchClusterError(
+            f"the new Ray head at {url} refused its own token (HTTP {code}); "
+            "`ray start` did not take RAY_AUTH_TOKEN_PATH: is this Ray older than 2.60?",
+            transient=False,
+        )
+    return code == 200
+
+
+def _write_token(temp_dir: str, token: str | None = None) -> str:
+    """``token`` (default: a fresh one) in ``<temp_dir>/auth_token`` (mode 0600); returns
+    the file's path."""
+    path = os.path.join(temp_dir, "auth_token")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token or secrets.token_hex(32))
+    return path
+
+
+def head_auth_env(token_path: str) -> dict[str, str]:
+    """Ray variables of the head's process (and so of its jobs): token mode with the
+    head's own token file, whatever this machine's environment says."""
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": token_path}
 
 
 def start_local_head(
@@ -70,10 +102,14 @@ def start_local_head(
     token: str | None = None,
     extra_args: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Start a loopback Ray head; returns ``{"address", "gcs_address", "pgid", "temp_dir",
-    "log"}`` once its Jobs API answers."""
+    """Start a loopback Ray head in token mode; returns ``{"address", "gcs_address",
+    "pgid", "temp_dir", "log", "token_path"}`` once its Jobs API answers.
+
+    ``token``: the head's token (default: a fresh 256-bit one); it is only ever
+    written to the head's token file."""
     dashboard_port, gcs_port = _free_port(), _free_port()
-    temp_dir = tempfile.mkdtemp(prefix="rayh", dir=temp_root or "/tmp")
+    temp_dir = tempfile.mkdtemp(prefix="rayh", dir=temp_root or "/tmp")  # mode 0700
+    token_path = _write_token(temp_dir, token)
     cmd = [
         _ray_executable(),
         "start",
@@ -91,7 +127,9 @@ def start_local_head(
         *extra_args,
     ]
     full_env = {**os.environ, **dict(env or {})}
-    full_env.pop("RAY_ADDRESS", None)
+    for var in ("RAY_ADDRESS", "RAY_AUTH_TOKEN"):  # RAY_AUTH_TOKEN would win over the file
+        full_env.pop(var, None)
+    full_env.update(head_auth_env(token_path))
     # Jobs run `python ...` on the head: make that this environment's Python.
     bindir = os.path.dirname(sys.executable)
     full_env["PATH"] = os.pathsep.join([bindir, full_env.get("PATH", "")])
@@ -111,18 +149,32 @@ def start_local_head(
         "pgid": proc.pid,
         "temp_dir": temp_dir,
         "log": log_path,
+        "token_path": token_path,
     }
+    with open(token_path) as f:
+        token = f.read().strip()
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            with open(log_path) as f:
-                tail = f.read()[-2000:]
-            raise RayOrchClusterError(f"`ray start --head` exited with {proc.returncode}:\n{tail}")
-        if _dashboard_up(info["address"], token or full_env.get("RAY_AUTH_TOKEN")):
-            return info
-        time.sleep(0.5)
+    try:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                with open(log_path) as f:
+                    tail = f.read()[-2000:]
+                raise RayOrchClusterError(
+                    f"`ray start --head` exited with {proc.returncode} (log {log_path}):\n{tail}",
+                    transient=False,
+                )
+            if _dashboard_up(info["address"], token):
+                local_heads.register(info["address"], token_path, proc.pid)
+                return info
+            time.sleep(0.5)
+    except BaseException:
+        stop_local_head(info)
+        raise
     stop_local_head(info)
-    raise RayOrchClusterError(f"the Ray head's Jobs API did not answer within {timeout:g}s")
+    raise RayOrchClusterError(
+        f"the Ray head's Jobs API did not answer within {timeout:g}s (log {log_path})",
+        transient=False,
+    )
 
 
 def _group_members(pgid: int) -> list[Any]:
@@ -145,6 +197,8 @@ def stop_local_head(head: Mapping[str, Any], *, timeout: float = 10.0) -> None:
     pgid = int(head["pgid"])
     if pgid <= 1 or pgid == os.getpgrp():
         raise ValueError(f"refusing to signal process group {pgid}")
+    if head.get("address"):
+        local_heads.unregister(str(head["address"]))
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(pgid, sig)
@@ -165,7 +219,8 @@ class RayLocalHeadStartOperator(BaseOperator):
 
     The head (and so every job on it) gets this worker's ``sys.path`` as PYTHONPATH,
     so whatever the worker can import (the DAGs folder's modules, for instance) the
-    jobs can import too.
+    jobs can import too. It runs in token mode with a token file of its own
+    (``token_path`` in its info; the token itself is never in XCom).
     """
 
     def __init__(
@@ -184,7 +239,12 @@ class RayLocalHeadStartOperator(BaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p), **self.env}
         info = start_local_head(num_cpus=self.num_cpus, env=env, timeout=self.startup_timeout)
-        self.log.info("Ray head up at %s (process group %s)", info["address"], info["pgid"])
+        self.log.info(
+            "Ray head up at %s (process group %s, token auth with its own token file %s)",
+            info["address"],
+            info["pgid"],
+            info["token_path"],
+        )
         return info
 
 

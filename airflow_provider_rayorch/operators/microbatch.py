@@ -13,18 +13,13 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import TaskGroup
 from airflow.sdk.configuration import conf
 
+from airflow_provider_rayorch.common.states import JOB_ID_KEY, RUN_ID_KEY, RUN_STORE_KEY, JobStatus
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
-from airflow_provider_rayorch.hooks.rayorch import ACTIVE_STATES
 from airflow_provider_rayorch.operators.local_head import (
     RayLocalHeadStartOperator,
     RayLocalHeadStopOperator,
 )
-from airflow_provider_rayorch.operators.rayorch import (
-    JOB_ID_KEY,
-    RUN_ID_KEY,
-    RUN_STORE_KEY,
-    RayOrchOperator,
-)
+from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 from airflow_provider_rayorch.sensors.rayorch import (
     MICROBATCH_MAP_INDEX_TEMPLATE,
     RayOrchMicrobatchSensor,
@@ -53,7 +48,8 @@ class RayOrchSubmitOperator(RayOrchOperator):
             raise RayOrchClusterError(
                 "the per-microbatch pattern needs a Ray cluster address (the job outlives "
                 "this task): set the connection's host, pass ray_address, or use "
-                "rayorch_microbatch_group(local_head=True) for a loopback head"
+                "rayorch_microbatch_group(local_head=True) for a loopback head",
+                transient=False,
             )
         plan = self.prepare(context)
         descriptors = plan.microbatches()
@@ -70,7 +66,7 @@ class RayOrchSubmitOperator(RayOrchOperator):
             return descriptors
         state = context.get("task_state_store")
         job_id = state.get(JOB_ID_KEY) if state is not None else None
-        if job_id and self.hook.get_job_status(str(job_id)) in ACTIVE_STATES:
+        if job_id and JobStatus.parse(self.get_job_status(str(job_id), context)).is_active:
             self.log.info("Re-attaching to running job %s", job_id)
             self._push_job(context, str(job_id))
         else:

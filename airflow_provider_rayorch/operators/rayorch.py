@@ -5,9 +5,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import deque
 from functools import cached_property
@@ -16,6 +18,18 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import AssetAlias, BaseOperator, ResumableJobMixin
 from airflow.sdk.configuration import conf
 
+from airflow_provider_rayorch.common.polling import call_with_retries
+from airflow_provider_rayorch.common.progress import relay_line
+from airflow_provider_rayorch.common.ratio import judge_summary
+from airflow_provider_rayorch.common.states import (
+    JOB_ID_KEY,
+    JOB_URL_KEY,
+    LOCAL_HEAD_KEY,
+    RUN_ID_KEY,
+    RUN_STORE_KEY,
+    SUMMARY_KEY,
+    JobStatus,
+)
 from airflow_provider_rayorch.exceptions import (
     RayOrchClusterError,
     RayOrchCompileFailed,
@@ -24,11 +38,11 @@ from airflow_provider_rayorch.exceptions import (
     RayOrchPipelineNotImportable,
     RayOrchPlanChanged,
 )
-from airflow_provider_rayorch.hooks.rayorch import ACTIVE_STATES, RayOrchHook
-from airflow_provider_rayorch.links.rayorch import JOB_URL_KEY, RayJobLink
+from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+from airflow_provider_rayorch.links.rayorch import RayJobLink
+from airflow_provider_rayorch.links.report import RayOrchReportLink
 from airflow_provider_rayorch.operators import _common
-from airflow_provider_rayorch.plugins.links import RayOrchReportLink
-from airflow_provider_rayorch.triggers.rayorch import MAX_POLL_ERRORS, RayOrchJobTrigger
+from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -37,14 +51,25 @@ if TYPE_CHECKING:
 
     from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore
 
-__all__ = ["RayOrchOperator"]
+__all__ = ["JOB_ID_KEY", "RUN_ID_KEY", "RUN_STORE_KEY", "SUMMARY_KEY", "RayOrchOperator"]
 
 DRIVER_MODULE = "airflow_provider_rayorch.rayorch.driver"
-#: XCom keys pushed besides the return value.
-RUN_ID_KEY = "rayorch_run_id"
-RUN_STORE_KEY = "rayorch_run_store"
-JOB_ID_KEY = "rayorch_job_id"
-SUMMARY_KEY = "rayorch_summary"
+
+
+def embedded_ray_env(base: Mapping[str, str], token_dir: str) -> dict[str, str]:
+    """The embedded driver's environment: its private local Ray runs in token mode with
+    a token file of its own in ``token_dir``, so Ray never reads or writes ``~/.ray``
+    whatever this machine's Ray token state or ``RAY_AUTH_*`` variables."""
+    import secrets
+
+    env = {k: v for k, v in base.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_TOKEN")}
+    path = os.path.join(token_dir, "auth_token")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(32))
+    env["RAY_AUTH_MODE"] = "token"
+    env["RAY_AUTH_TOKEN_PATH"] = path
+    return env
 
 
 def _driver_exit_error(code: int, message: str) -> Exception:
@@ -233,7 +258,11 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         remote = not self.hook.embedded
         env = self.hook.runtime_env(self.runtime_env)
         fingerprint = _common.compile_pipeline(
-            self.pipeline, self.pipeline_kwargs, remote=remote, runtime_env=env
+            self.pipeline,
+            self.pipeline_kwargs,
+            remote=remote,
+            runtime_env=env,
+            shares_worker_path=self.hook.is_local_head is True,
         )
         sources, n_columns = _common.resolve_sources(
             self.sources,
@@ -282,7 +311,13 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
 
     def _run_embedded(self, plan: PlanRecord) -> None:
         """Run the driver as a child process (its own process group) with a local Ray."""
-        env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS",)}
+        token_dir = tempfile.mkdtemp(prefix="rayorch-driver-")  # mode 0700
+        try:
+            self._run_driver_process(plan, embedded_ray_env(os.environ, token_dir))
+        finally:
+            shutil.rmtree(token_dir, ignore_errors=True)
+
+    def _run_driver_process(self, plan: PlanRecord, env: dict[str, str]) -> None:
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         store = self._store()
         cmd = [
@@ -308,7 +343,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         assert self._proc.stdout is not None
         for line in self._proc.stdout:
             tail.append(line.rstrip("\n"))
-            self.log.info("[driver] %s", tail[-1])
+            relay_line(self.log, "[driver]", tail[-1])
         code = self._proc.wait()
         self._proc = None
         if code != 0:
@@ -317,18 +352,35 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             raise _driver_exit_error(code, f"driver exited with code {code}: {message}")
 
     # -- ResumableJobMixin -------------------------------------------------------------
+    def _retrying(self, fn: Any, what: str) -> Any:
+        """``fn()`` with transient Jobs-API errors retried within the one budget."""
+        return call_with_retries(fn, what=what, interval=self.poll_interval, log=self.log)
+
     def submit_job(self, context: Context) -> str:
         run_id = self._run_id(context)
+        try:
+            return self._submit(context, run_id)
+        except RayOrchClusterError as exc:  # the job never started: say so in the run store
+            self._record_job_state(run_id, JobStatus.NOT_STARTED, f"submit failed: {exc}")
+            raise
+
+    def _record_job_state(self, run_id: str, status: JobStatus, message: str) -> None:
+        try:
+            self._store().write_job_state(run_id, status.value, message)
+        except Exception as exc:  # the record helps the UI; it must not hide the real error
+            self.log.warning("could not record job state %s of run %s: %s", status, run_id, exc)
+
+    def _submit(self, context: Context, run_id: str) -> str:
         hook = self.hook
-        active = hook.find_active_job(run_id)
+        active = self._retrying(lambda: hook.find_active_job(run_id), "listing Ray jobs")
         if active is not None:
             self.log.info("Run %s already has an active job %s: attaching to it", run_id, active)
             self._job_id = active
             return active
         sid = _common.submission_id(run_id, context["ti"].try_number)
-        info = hook.get_job_info(sid)
+        info = self._retrying(lambda: hook.get_job_info(sid), f"reading job {sid}")
         if info is not None:
-            if info["status"] in ACTIVE_STATES:
+            if JobStatus.parse(info["status"]).is_active:
                 return sid
             sid = f"{sid}-{int(time.time())}"  # Ray refuses to reuse a submission id
         store = self._store()
@@ -350,7 +402,8 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             metadata=metadata,
             entrypoint_num_cpus=self.entrypoint_num_cpus,
         )
-        self.log.info("Submitted Ray job %s for run %s", job_id, run_id)
+        where = "the provider's loopback head" if hook.is_local_head is True else "the cluster"
+        self.log.info("Submitted Ray job %s for run %s to %s", job_id, run_id, where)
         self._job_id = job_id
         return job_id
 
@@ -360,17 +413,22 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         url = self.hook.dashboard_job_url(job_id)
         if url:
             ti.xcom_push(key=JOB_URL_KEY, value=url)
-            self.log.info("Ray dashboard: %s", url)
+            if self.hook.is_local_head is True:
+                ti.xcom_push(key=LOCAL_HEAD_KEY, value=True)
+                self.log.info("Ray dashboard (until the head's teardown): %s", url)
+            else:
+                self.log.info("Ray dashboard: %s", url)
 
     def get_job_status(self, external_id: Any, context: Context) -> str:
-        self._job_id = str(external_id)
-        return self.hook.get_job_status(str(external_id))
+        self._job_id = job_id = str(external_id)
+        status = self._retrying(lambda: self.hook.get_job_status(job_id), f"reading job {job_id}")
+        return str(status)
 
     def is_job_active(self, status: str) -> bool:
-        return status in ACTIVE_STATES
+        return JobStatus.parse(status).is_active
 
     def is_job_succeeded(self, status: str) -> bool:
-        return status == "SUCCEEDED"
+        return JobStatus.parse(status) is JobStatus.SUCCEEDED
 
     def poll_until_complete(self, external_id: Any, context: Context) -> Any:
         """Wait for the job (or defer); returns the result, since the mixin returns
@@ -395,21 +453,10 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
 
     def _poll(self, job_id: str, context: Context) -> None:
         store, run_id = self._store(), self._run_id(context)
-        printed, seen, errors = 0, -1, 0
+        printed, seen = 0, -1
         while True:
-            try:
-                info = self.hook.get_job_info(job_id)
-                errors = 0
-            except RayOrchClusterError as exc:  # tolerate a few transient failures
-                errors += 1
-                if errors >= MAX_POLL_ERRORS:
-                    raise
-                self.log.warning(
-                    "polling job %s failed (%d/%d): %s", job_id, errors, MAX_POLL_ERRORS, exc
-                )
-                time.sleep(self.poll_interval)
-                continue
-            status = "MISSING" if info is None else info["status"]
+            info = self._retrying(lambda: self.hook.get_job_info(job_id), f"polling job {job_id}")
+            status = JobStatus.MISSING if info is None else JobStatus.parse(info["status"])
             committed = len(store.committed(run_id))
             if committed != seen:
                 seen = committed
@@ -419,16 +466,24 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             except Exception:  # logs are best effort
                 logs = ""
             for line in logs.splitlines()[printed:]:
-                self.log.info("[ray job] %s", line)
+                relay_line(self.log, "[ray job]", line)
             printed = max(printed, len(logs.splitlines()))
-            if info is None or status not in ACTIVE_STATES:
+            if not status.is_active:
                 break
             time.sleep(self.poll_interval)
-        if status != "SUCCEEDED":
+        if status is not JobStatus.SUCCEEDED:
             message = "" if info is None else str(info.get("message") or "")
-            raise self._job_error(job_id, status, message, logs)
+            if info is None:
+                message = f"the cluster does not know job {job_id}"
+            raise self._job_error(job_id, status, message, logs, run_id=run_id)
 
-    def _job_error(self, job_id: str, status: str, message: str, logs: str) -> Exception:
+    def _job_error(
+        self, job_id: str, status: str, message: str, logs: str, *, run_id: str | None = None
+    ) -> Exception:
+        if run_id is not None and self._store().read_run_manifest(run_id) is None:
+            self._record_job_state(
+                run_id, _ended_status(status), f"Ray job {job_id} ended {status}: {message}"
+            )
         error = _error_line(logs)
         if error is not None and "exit_code" in error:
             return _driver_exit_error(int(error["exit_code"]), str(error.get("message")))
@@ -443,11 +498,13 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
     def get_job_result(self, external_id: Any, context: Context) -> Any:
         if self._result is not None:
             return self._result
-        summary = self._store().read_run_manifest(self._run_id(context))
+        run_id = self._run_id(context)
+        summary = self._store().read_run_manifest(run_id)
         if summary is None:
-            raise RayOrchJobFailed(
-                f"job {external_id} ended without a run manifest for run {self._run_id(context)}"
-            )
+            message = f"job {external_id} ended without a run manifest for run {run_id}"
+            self._record_job_state(run_id, JobStatus.FAILED, message)
+            raise RayOrchJobFailed(message)
+        summary = {**summary, "job_status": JobStatus.SUCCEEDED.value}
         self._result = self.finish(summary, context)
         return self._result
 
@@ -462,17 +519,19 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             except Exception:
                 logs = ""
             raise self._job_error(
-                job_id, str(event.get("job_status")), str(event.get("message")), logs
+                job_id,
+                str(event.get("job_status")),
+                str(event.get("message")),
+                logs,
+                run_id=self._run_id(context),
             )
         return self.get_job_result(event.get("job_id"), context)
 
     # -- result ----------------------------------------------------------------------
     def finish(self, summary: dict[str, Any], context: Context) -> dict[str, Any]:
         """Check the failed ratio, emit asset events, and return the summary."""
-        from airflow_provider_rayorch.rayorch.summary import failed_ratio, summary_state
-
-        summary = dict(summary)
-        summary["state"] = summary_state(summary["sources"], self.max_failed_ratio)
+        verdict = judge_summary(summary, self.max_failed_ratio)
+        summary = verdict.summary
         self._asset_events(summary, context)
         sources = summary["sources"]
         self.log.info(
@@ -486,15 +545,9 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             sources["suppressed"],
         )
         self.log.info("Lineage summary:\n%s", json.dumps(summary, indent=2))
-        if summary["state"] != "success":
+        if verdict.message is not None:
             context["ti"].xcom_push(key=SUMMARY_KEY, value=summary)
-            first = "; ".join(
-                f"source {f['source']}: {f['cause']}" for f in summary["failures"][:5]
-            )
-            raise RayOrchFailedRatioExceeded(
-                f"failed ratio {failed_ratio(sources):.3f} exceeds max_failed_ratio "
-                f"{self.max_failed_ratio}: {first}"
-            )
+            raise RayOrchFailedRatioExceeded(verdict.message)
         return summary
 
     def _asset_events(self, summary: Mapping[str, Any], context: Context) -> None:
@@ -534,6 +587,15 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         uri = self._store().uri
         namespace, _, name = uri.partition("://") if "://" in uri else ("file", "", uri)
         return OperatorLineage(outputs=[Dataset(namespace=namespace, name=name)])
+
+
+def _ended_status(status: str) -> JobStatus:
+    """The job-state record of a job that ended without a run manifest."""
+    try:
+        parsed = JobStatus.parse(status)
+    except ValueError:
+        return JobStatus.FAILED
+    return JobStatus.FAILED if parsed is JobStatus.SUCCEEDED else parsed
 
 
 def _quote(value: str) -> str:

@@ -1,47 +1,8 @@
-"""Operator extra link "RayOrch report": the plugin page of the task instance's run."""
+"""Re-export of the "RayOrch report" link, which lives in ``links.report`` (beside the
+"Ray job" link) so tasks never import the UI plugin package."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode, urlsplit
-
-from airflow.sdk import BaseOperatorLink
-
-if TYPE_CHECKING:
-    from airflow.sdk.types import TaskInstanceKey
+from airflow_provider_rayorch.links.report import URL_PREFIX, RayOrchReportLink, report_path
 
 __all__ = ["URL_PREFIX", "RayOrchReportLink", "report_path"]
-
-#: Where the plugin's FastAPI app is mounted in the API server.
-URL_PREFIX = "/rayorch"
-
-
-def _base_path() -> str:
-    """The path part of ``[api] base_url`` (empty when Airflow is served at the root)."""
-    from airflow.sdk.configuration import conf
-
-    base = conf.get("api", "base_url", fallback="") or ""
-    return urlsplit(base).path.rstrip("/")
-
-
-def report_path(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
-    """The browser path of one task instance's report page."""
-    query = urlencode(
-        {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index}
-    )
-    return f"{_base_path()}{URL_PREFIX}/ti?{query}"
-
-
-class RayOrchReportLink(BaseOperatorLink):
-    """ "RayOrch report": the run report of the task (a microbatch task opens its part).
-
-    Computed from the task instance key alone, so it works both on the worker (where
-    Airflow 3 evaluates links of the operator's own ``operator_extra_links``) and in
-    the API server (links a plugin adds). The page resolves the run from XCom.
-    """
-
-    name = "RayOrch report"
-
-    def get_link(self, operator: Any, *, ti_key: TaskInstanceKey) -> str:
-        map_index = getattr(ti_key, "map_index", -1)
-        return report_path(ti_key.dag_id, ti_key.run_id, ti_key.task_id, int(map_index))

@@ -12,8 +12,12 @@ the source microbatches that are not committed yet, writes each one's outputs an
 then its manifest, and finally the run manifest. Started again for the same run it
 skips every committed microbatch: nothing is recomputed or duplicated.
 
-Progress is printed as ``RAYORCH_EVENT {json}`` lines; a fatal problem as one
-``RAYORCH_ERROR {json}`` line before a non-zero exit.
+Progress is printed for people as one line per committed microbatch
+(``microbatch 3/6 committed: 8 sources, 8 present, 0 failed, 0 suppressed (12.4 s,
+41 pages/s)``) and, while no microbatch commits for ``PROGRESS_EVERY_S``, a
+throughput line (``running: 2/6 microbatches committed, ...``); for programs as
+``RAYORCH_EVENT {json}`` lines (task logs show those at DEBUG only); a fatal problem
+as one ``RAYORCH_ERROR {json}`` line before a non-zero exit.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import importlib
 import json
 import os
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -39,13 +44,17 @@ __all__ = [
     "EXIT_IMPORT",
     "EXIT_PLAN_CHANGED",
     "DriverError",
+    "ProgressTicker",
     "import_factory",
     "main",
+    "microbatch_line",
     "run_plan",
 ]
 
 #: Seconds between two refreshes of the run report while a run goes on.
 REPORT_EVERY_S = 10.0
+#: Seconds without a commit after which a throughput line is printed (and again after).
+PROGRESS_EVERY_S = 30.0
 
 EXIT_ERROR = 1
 EXIT_PLAN_CHANGED = 3
@@ -89,6 +98,97 @@ def _engine() -> Any:
 
 def _emit(kind: str, payload: dict[str, Any]) -> None:
     print(f"RAYORCH_{kind} {json.dumps(payload, sort_keys=True)}", flush=True)
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def _per_second(count: float, seconds: float) -> str:
+    rate = count / seconds if seconds > 0 else 0.0
+    return f"{rate:.1f}" if rate < 10 else f"{rate:.0f}"
+
+
+def microbatch_line(manifest: dict[str, Any], total: int, elapsed_s: float) -> str:
+    """``microbatch 3/6 committed: 8 sources, 8 present, 0 failed, 0 suppressed
+    (12.4 s, 41 pages/s)``: the rate counts the microbatch's most numerous entities."""
+    src = manifest["sources"]
+    index = int((manifest.get("microbatch") or {}).get("index", manifest.get("index", 0)))
+    text = (
+        f"microbatch {index + 1}/{total} committed: {src['total']} sources, "
+        f"{src['present']} present, {src['failed']} failed, {src['suppressed']} suppressed"
+    )
+    if src.get("dropped"):
+        text += f", {src['dropped']} dropped"
+    entities = {str(k): int(v) for k, v in dict(manifest.get("entities") or {}).items()}
+    name, count = max(entities.items(), key=lambda kv: kv[1], default=("source", src["total"]))
+    unit = name if name.endswith("s") else f"{name}s"
+    return f"{text} ({elapsed_s:.1f} s, {_per_second(count, elapsed_s)} {unit}/s)"
+
+
+def _microbatch_elapsed(mb: Any, since: float) -> float:
+    """The microbatch's own run time (engine metrics), else the time since ``since``."""
+    metrics = dict(getattr(mb, "metrics", None) or {})
+    if "finished_s" in metrics and "started_s" in metrics:
+        return max(float(metrics["finished_s"]) - float(metrics["started_s"]), 0.0)
+    return max(time.monotonic() - since, 0.0)
+
+
+class ProgressTicker:
+    """Prints a throughput line while no microbatch commits for ``every_s`` seconds.
+
+    ``tick()`` prints one line from the executor's per-Call metrics; the thread
+    started by ``start()`` calls it, and ``committed()`` resets its clock.
+    """
+
+    def __init__(self, executor: Any, total: int, every_s: float = PROGRESS_EVERY_S) -> None:
+        self.executor, self.total, self.every_s = executor, total, every_s
+        self.done = 0
+        self._started = self._last_commit = time.monotonic()
+        self._last_grains = self._grains()
+        self._last_tick = self._started
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _grains(self) -> int:
+        try:
+            calls = list(self.executor.call_metrics()) if self.executor is not None else []
+        except Exception:  # progress is best effort
+            return 0
+        return sum(int(c.get("grains_dispatched", 0)) for c in calls)
+
+    def committed(self) -> None:
+        self.done += 1
+        self._last_commit = time.monotonic()
+
+    def tick(self) -> str:
+        now, grains = time.monotonic(), self._grains()
+        window = max(now - self._last_tick, 1e-9)
+        line = (
+            f"running: {self.done}/{self.total} microbatches committed, {grains} grains "
+            f"dispatched (+{grains - self._last_grains} in the last {window:.0f} s, "
+            f"{_per_second(grains - self._last_grains, window)}/s), "
+            f"{now - self._started:.0f} s elapsed"
+        )
+        self._last_grains, self._last_tick = grains, now
+        _say(line)
+        return line
+
+    def _loop(self) -> None:
+        while not self._stop.wait(min(self.every_s, 5.0)):
+            quiet = time.monotonic() - max(self._last_commit, self._last_tick)
+            if quiet >= self.every_s:
+                self.tick()
+
+    def start(self) -> ProgressTicker:
+        self._thread = threading.Thread(target=self._loop, name="rayorch-progress", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
 
 
 def build_pipeline(plan: PlanRecord) -> tuple[Any, str]:
@@ -178,24 +278,33 @@ def run_plan(store: RunStore, run_id: str, *, address: str | None = None) -> dic
                 max_active_input_batches=plan.max_active_input_batches,
                 skip_microbatches=committed,
             )
-            last_report = time.monotonic()
-            for mb in stream:
-                if mb.index in committed:
-                    continue
-                manifest = _commit(store, plan, mb)
-                timings.append({"index": mb.index, **dict(getattr(mb, "metrics", {}) or {})})
-                _emit(
-                    "EVENT",
-                    {
-                        "event": "microbatch",
-                        "index": mb.index,
-                        "state": manifest["state"],
-                        "sources": manifest["sources"],
-                    },
-                )
-                if time.monotonic() - last_report >= REPORT_EVERY_S:  # a live report
-                    _write_report(store, run_id, executor, timings)
-                    last_report = time.monotonic()
+            last_report = last_commit = time.monotonic()
+            total = len(plan.microbatches())
+            ticker = ProgressTicker(executor, total).start()
+            ticker.done = len(committed)
+            try:
+                for mb in stream:
+                    if mb.index in committed:
+                        continue
+                    manifest = _commit(store, plan, mb)
+                    timings.append({"index": mb.index, **dict(getattr(mb, "metrics", {}) or {})})
+                    ticker.committed()
+                    _say(microbatch_line(manifest, total, _microbatch_elapsed(mb, last_commit)))
+                    last_commit = time.monotonic()
+                    _emit(
+                        "EVENT",
+                        {
+                            "event": "microbatch",
+                            "index": mb.index,
+                            "state": manifest["state"],
+                            "sources": manifest["sources"],
+                        },
+                    )
+                    if time.monotonic() - last_report >= REPORT_EVERY_S:  # a live report
+                        _write_report(store, run_id, executor, timings)
+                        last_report = time.monotonic()
+            finally:
+                ticker.stop()
     result = summaries.run_summary(
         store.manifests(run_id),
         elapsed_s=time.monotonic() - started,

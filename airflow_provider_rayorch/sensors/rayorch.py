@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
-from airflow_provider_rayorch.exceptions import (
-    RayOrchClusterError,
-    RayOrchFailedRatioExceeded,
-    RayOrchJobFailed,
-)
-from airflow_provider_rayorch.hooks.rayorch import TERMINAL_STATES, RayOrchHook
+from airflow_provider_rayorch.common.polling import call_with_retries
+from airflow_provider_rayorch.common.ratio import judge_summary
+from airflow_provider_rayorch.common.states import SUMMARY_KEY, JobStatus
+from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded, RayOrchJobFailed
+from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger, RayOrchMicrobatchTrigger
 
 if TYPE_CHECKING:
@@ -24,8 +23,6 @@ if TYPE_CHECKING:
     from airflow_provider_rayorch.rayorch.store import RunStore
 
 __all__ = ["MICROBATCH_MAP_INDEX_TEMPLATE", "RayOrchMicrobatchSensor", "RayOrchRunSensor"]
-
-SUMMARY_KEY = "rayorch_summary"
 
 #: Default label of a mapped microbatch task: its source range.
 MICROBATCH_MAP_INDEX_TEMPLATE = (
@@ -42,18 +39,18 @@ def _push_failed(context: Context, summary: Mapping[str, Any]) -> None:
 
 def judge(summary: Mapping[str, Any], max_failed_ratio: float, context: Context) -> dict[str, Any]:
     """Re-evaluate ``state`` against ``max_failed_ratio``; raise (after pushing it) if failed."""
-    from airflow_provider_rayorch.rayorch.summary import failed_ratio, summary_state
+    verdict = judge_summary(summary, max_failed_ratio)
+    if verdict.message is not None:
+        _push_failed(context, verdict.summary)
+        raise RayOrchFailedRatioExceeded(verdict.message)
+    return verdict.summary
 
-    result = dict(summary)
-    result["state"] = summary_state(result["sources"], max_failed_ratio)
-    if result["state"] != "success":
-        _push_failed(context, result)
-        causes = "; ".join(f"source {f['source']}: {f['cause']}" for f in result["failures"][:5])
-        raise RayOrchFailedRatioExceeded(
-            f"failed ratio {failed_ratio(result['sources']):.3f} exceeds max_failed_ratio "
-            f"{max_failed_ratio}: {causes}"
-        )
-    return result
+
+def _real_job_id(job_id: str | None) -> str | None:
+    """The job id, or None when the submit task pushed none (a missing XCom renders
+    as ``"None"`` in a template)."""
+    text = str(job_id or "").strip()
+    return None if text in ("", "None") else text
 
 
 class _RunStoreSensor(BaseSensorOperator):
@@ -90,6 +87,53 @@ class _RunStoreSensor(BaseSensorOperator):
 
         return RunStore(self.run_store)
 
+    @property
+    def _job(self) -> str | None:
+        return _real_job_id(self.job_id)
+
+    def _job_status(self, job_id: str) -> JobStatus:
+        """The job's status, transient errors retried within the one budget."""
+        status = call_with_retries(
+            lambda: self.hook.get_job_status(job_id),
+            what=f"reading Ray job {job_id}",
+            interval=float(self.poke_interval),
+            log=self.log,
+        )
+        return JobStatus.parse(status)
+
+    def _job_message(self, job_id: str) -> str:
+        """Ray's message about an ended job (best effort: it only explains)."""
+        try:
+            info = self.hook.get_job_info(job_id)
+        except Exception:
+            return ""
+        if not isinstance(info, dict):
+            return f"the cluster does not know job {job_id}" if info is None else ""
+        return str(info.get("message") or "")
+
+    def _not_submitted(self) -> RayOrchJobFailed:
+        """The error for a run whose submit task started no Ray job."""
+        state = self._store().read_job_state(self.run_id)
+        if state is not None and state.get("job_status") == JobStatus.NOT_STARTED:
+            return RayOrchJobFailed(
+                f"the submit task never started a Ray job for run {self.run_id}: "
+                f"{state.get('message')}. Fix that cause (see the submit task's log), then "
+                "clear the submit task."
+            )
+        return RayOrchJobFailed(
+            f"the submit task started no Ray job for run {self.run_id} (its XCom "
+            "rayorch_job_id is empty: it failed or was skipped before submitting) and the run "
+            "has no manifest; see the submit task's log, then clear it."
+        )
+
+    def _record_ended(self, job_id: str, status: JobStatus, message: str) -> None:
+        try:
+            self._store().write_job_state(
+                self.run_id, status.value, f"Ray job {job_id} ended {status}: {message}"
+            )
+        except Exception as exc:  # a record for the UI; never hides the real error
+            self.log.warning("could not record the job state of run %s: %s", self.run_id, exc)
+
 
 class RayOrchMicrobatchSensor(_RunStoreSensor):
     """Succeeds as soon as its source microbatch's manifest commits; returns its summary.
@@ -123,12 +167,14 @@ class RayOrchMicrobatchSensor(_RunStoreSensor):
         manifest = self._store().read_manifest(self.run_id, self.index)
         if manifest is not None:
             return judge(manifest, self.max_failed_ratio, context)
+        if self._job is None and self.job_id is not None:
+            raise self._not_submitted()
         self.defer(
             trigger=RayOrchMicrobatchTrigger(
                 run_id=self.run_id,
                 run_store=self.run_store,
                 index=self.index,
-                job_id=self.job_id or None,
+                job_id=self._job,
                 rayorch_conn_id=self.rayorch_conn_id,
                 address=self.ray_address,
                 poll_interval=self.poke_interval,
@@ -140,17 +186,16 @@ class RayOrchMicrobatchSensor(_RunStoreSensor):
     def poke(self, context: Context) -> PokeReturnValue:
         store = self._store()
         manifest = store.read_manifest(self.run_id, self.index)
-        if manifest is None and self.job_id:
-            try:
-                status = self.hook.get_job_status(self.job_id)
-            except RayOrchClusterError as exc:  # transient: the sensor's timeout bounds it
-                self.log.warning("job %s status unavailable: %s", self.job_id, exc)
-                return PokeReturnValue(is_done=False)
-            if status in TERMINAL_STATES or status == "MISSING":
+        job_id = self._job
+        if manifest is None and job_id is None and self.job_id is not None:
+            raise self._not_submitted()
+        if manifest is None and job_id is not None:
+            status = self._job_status(job_id)
+            if status.is_terminal:
                 manifest = store.read_manifest(self.run_id, self.index)
                 if manifest is None:
                     raise RayOrchJobFailed(
-                        f"Ray job {self.job_id} ended {status} before microbatch {self.index} "
+                        f"Ray job {job_id} ended {status} before microbatch {self.index} "
                         f"of run {self.run_id} committed"
                     )
         if manifest is None:
@@ -182,18 +227,29 @@ class RayOrchRunSensor(_RunStoreSensor):
         return self._store().read_run_manifest(self.run_id)
 
     def _ended(self) -> bool:
-        if not self.job_id:
+        job_id = self._job
+        if job_id is None:
+            if self._summary() is None and self.job_id is not None:
+                raise self._not_submitted()
             return True
-        return self.hook.get_job_status(self.job_id) not in ("PENDING", "RUNNING")
+        status = self._job_status(job_id)
+        if status.is_terminal and self._summary() is None:
+            message = self._job_message(job_id)
+            self._record_ended(job_id, status, message)
+            raise RayOrchJobFailed(
+                f"Ray job {job_id} ended {status} without a run manifest for run "
+                f"{self.run_id}: {message}"
+            )
+        return status.is_terminal
 
     def execute(self, context: Context) -> Any:
-        if not self.deferrable or not self.job_id:
+        if not self.deferrable or self._job is None:
             return super().execute(context)
         if self._ended():
             return judge(self._result(), self.max_failed_ratio, context)
         self.defer(
             trigger=RayOrchJobTrigger(
-                job_id=self.job_id,
+                job_id=str(self._job),
                 run_id=self.run_id,
                 run_store=self.run_store,
                 rayorch_conn_id=self.rayorch_conn_id,
@@ -215,15 +271,24 @@ class RayOrchRunSensor(_RunStoreSensor):
         summary = self._summary()
         if summary is None:
             raise RayOrchJobFailed(f"run {self.run_id} ended without a run manifest")
-        return summary
+        # a run manifest is written by a driver that completed: its job succeeded
+        return {**summary, "job_status": summary.get("job_status") or JobStatus.SUCCEEDED.value}
 
     def execute_complete(self, context: Context, event: Mapping[str, Any] | None = None) -> Any:
         if not event or "status" not in event:
             raise RayOrchJobFailed(f"unexpected trigger event {event!r}")
         summary = self._summary()
         if summary is None:
+            job_id, status = str(event.get("job_id")), str(event.get("job_status"))
+            try:
+                ended = JobStatus.parse(status)
+            except ValueError:
+                ended = JobStatus.FAILED
+            if ended is JobStatus.SUCCEEDED:
+                ended = JobStatus.FAILED
+            self._record_ended(job_id, ended, str(event.get("message")))
             raise RayOrchJobFailed(
-                f"Ray job {event.get('job_id')} ended {event.get('job_status')} without a run "
-                f"manifest: {event.get('message')}"
+                f"Ray job {job_id} ended {status} without a run manifest: {event.get('message')}"
             )
+        summary = {**summary, "job_status": summary.get("job_status") or JobStatus.SUCCEEDED.value}
         return judge(summary, self.max_failed_ratio, context)

@@ -1,8 +1,10 @@
 """Triggers: wait for a RayOrch Ray job, or for one source microbatch, asynchronously.
 
-Both only use async I/O in ``run()``: the Jobs API through aiohttp and the run store
-through ``asyncio.to_thread``. Job logs are tailed separately from the status poll,
-since the end of a log stream is not the end of a job.
+Both only use async I/O in ``run()``: the Jobs API through the hook's one request
+path (httpx, awaited) and the run store through ``asyncio.to_thread``. Status reads
+retry transient errors within the provider's one budget
+(:mod:`airflow_provider_rayorch.common.polling`). Job logs are tailed separately from
+the status poll, since the end of a log stream is not the end of a job.
 """
 
 from __future__ import annotations
@@ -14,21 +16,23 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_provider_rayorch.common.polling import RETRY_BUDGET, acall_with_retries
+from airflow_provider_rayorch.common.progress import relay_line
+from airflow_provider_rayorch.common.states import JobStatus
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
-from airflow_provider_rayorch.hooks.rayorch import TERMINAL_STATES, RayOrchHook
+from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
 __all__ = ["RayOrchJobTrigger", "RayOrchMicrobatchTrigger"]
 
-#: Consecutive failed status polls before a trigger gives up.
-MAX_POLL_ERRORS = 5
+#: Kept for callers of earlier versions: the retry budget's number of retries.
+MAX_POLL_ERRORS = RETRY_BUDGET.retries
 
 
 async def _load_store_class() -> Any:
-    """Import heavy modules (pyarrow, aiohttp) off the event loop, then return RunStore."""
-    await asyncio.to_thread(importlib.import_module, "aiohttp")
+    """Import heavy modules (pyarrow) off the event loop, then return RunStore."""
     module = await asyncio.to_thread(
         importlib.import_module, "airflow_provider_rayorch.rayorch.store"
     )
@@ -92,7 +96,7 @@ class RayOrchJobTrigger(BaseTrigger):
         try:
             async for chunk in hook.atail_job_logs(self.job_id):
                 for line in chunk.splitlines():
-                    self.log.info("[ray job %s] %s", self.job_id, line)
+                    relay_line(self.log, f"[ray job {self.job_id}]", line)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # logs are best effort; the status poll decides
@@ -102,30 +106,30 @@ class RayOrchJobTrigger(BaseTrigger):
         store = (await _load_store_class())(self.run_store)
         hook = self._hook()
         tail = asyncio.create_task(self._tail(hook)) if self.tail_logs else None
-        errors, seen = 0, -1
+        seen = -1
         try:
             while True:
                 try:
-                    info = await hook.aget_job_info(self.job_id)
-                    errors = 0
+                    info = await acall_with_retries(
+                        lambda: hook.aget_job_info(self.job_id),
+                        what=f"reading Ray job {self.job_id}",
+                        interval=self.poll_interval,
+                        log=self.log,
+                    )
                 except RayOrchClusterError as exc:
-                    errors += 1
-                    if errors >= MAX_POLL_ERRORS:
-                        yield TriggerEvent(self._event("error", "UNKNOWN", str(exc)))
-                        return
-                    await asyncio.sleep(self.poll_interval)
-                    continue
+                    yield TriggerEvent(self._event("error", "UNKNOWN", str(exc)))
+                    return
                 committed = await asyncio.to_thread(store.committed, self.run_id)
                 if len(committed) != seen:
                     seen = len(committed)
                     self.log.info("run %s: %d microbatch(es) committed", self.run_id, seen)
-                status = "MISSING" if info is None else str(info.get("status"))
-                if status in TERMINAL_STATES or info is None:
+                status = JobStatus.MISSING if info is None else JobStatus.parse(info.get("status"))
+                if status.is_terminal:
                     message = "" if info is None else str(info.get("message") or "")
                     if info is None:
                         message = f"the cluster does not know job {self.job_id}"
-                    state = "success" if status == "SUCCEEDED" else "error"
-                    yield TriggerEvent(self._event(state, status, message))
+                    state = "success" if status is JobStatus.SUCCEEDED else "error"
+                    yield TriggerEvent(self._event(state, status.value, message))
                     return
                 await asyncio.sleep(self.poll_interval)
         finally:
@@ -193,10 +197,18 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
             },
         )
 
+    async def _status(self, hook: RayOrchHook, job_id: str) -> JobStatus:
+        status = await acall_with_retries(
+            lambda: hook.aget_job_status(job_id),
+            what=f"reading Ray job {job_id}",
+            interval=self.poll_interval,
+            log=self.log,
+        )
+        return JobStatus.parse(status)
+
     async def run(self) -> AsyncIterator[TriggerEvent]:
         store = (await _load_store_class())(self.run_store)
         hook = RayOrchHook(self.rayorch_conn_id, address=self.address) if self.job_id else None
-        errors = 0
         while True:
             manifest = await asyncio.to_thread(store.read_manifest, self.run_id, self.index)
             if manifest is not None:
@@ -206,17 +218,13 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
                 return
             if hook is not None and self.job_id is not None:
                 try:
-                    status = await hook.aget_job_status(self.job_id)
-                    errors = 0
+                    status = await self._status(hook, self.job_id)
                 except RayOrchClusterError as exc:
-                    errors += 1
-                    status = "UNKNOWN"
-                    if errors >= MAX_POLL_ERRORS:
-                        yield TriggerEvent(
-                            {"status": "error", "index": self.index, "message": str(exc)}
-                        )
-                        return
-                if status in TERMINAL_STATES or status == "MISSING":
+                    yield TriggerEvent(
+                        {"status": "error", "index": self.index, "message": str(exc)}
+                    )
+                    return
+                if status.is_terminal:
                     manifest = await asyncio.to_thread(store.read_manifest, self.run_id, self.index)
                     if manifest is not None:
                         yield TriggerEvent(

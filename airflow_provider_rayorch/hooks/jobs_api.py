@@ -1,0 +1,222 @@
+"""The one request path to Ray's Jobs API, sync and async.
+
+Both go through httpx (already an Airflow dependency) with the same address,
+timeout, TLS verification (``True``, ``False`` or a CA-bundle path, honoured on
+both paths), ``Authorization`` header and error mapping. A server that TLS does not
+trust fails the handshake, so it never receives the token.
+
+Errors map to :class:`RayOrchClusterError` with ``transient`` set: connection
+errors, timeouts and HTTP 502/503/504 are transient; TLS failures, HTTP 401/403
+(:class:`RayOrchAuthError`, naming which token was sent and where it came from,
+never its value), 404 and other answers are not.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from airflow_provider_rayorch.exceptions import RayOrchAuthError, RayOrchClusterError
+
+__all__ = ["TRANSIENT_HTTP", "JobsApi", "TokenChoice"]
+
+#: HTTP answers worth trying again later (a proxy or a restarting dashboard).
+TRANSIENT_HTTP = frozenset({502, 503, 504})
+
+
+@dataclass(frozen=True)
+class TokenChoice:
+    """The token a request carries and where it came from (``source`` is for messages)."""
+
+    token: str | None = field(default=None, repr=False)
+    #: ``"connection"``, ``"local_head"`` or ``"none"``
+    source: str = "none"
+    #: the connection id or the head's token file path
+    origin: str = ""
+
+    def describe(self) -> str:
+        if self.source == "local_head":
+            return f"the token of the provider's loopback head (token file {self.origin})"
+        if self.source == "connection":
+            return f"the token from the {self.origin!r} connection's password"
+        return "no token"
+
+    def fix(self, conn_id: str) -> str:
+        if self.source == "local_head":
+            return (
+                "the head at this address no longer accepts its token file: it was probably "
+                "restarted by something else; clear the ray_head setup task to start a new head"
+            )
+        if self.source == "connection":
+            return (
+                f"the {conn_id!r} connection's password is not this cluster's Ray auth token: "
+                "set it to the token (`ray get-auth-token` on the head prints it)"
+            )
+        return (
+            f"the cluster runs with Ray token auth: set its token as the {conn_id!r} "
+            "connection's password"
+        )
+
+
+def _verify_setting(verify: bool | str) -> bool | str:
+    if isinstance(verify, str) and verify.strip().lower() in ("true", "1", "yes", ""):
+        return True
+    if isinstance(verify, str) and verify.strip().lower() in ("false", "0", "no"):
+        return False
+    return verify
+
+
+def _is_tls_failure(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    text = str(exc)
+    return "CERTIFICATE_VERIFY_FAILED" in text or "SSL" in text
+
+
+@dataclass(frozen=True)
+class JobsApi:
+    """Requests to one Jobs API address, with one timeout, TLS setting and token."""
+
+    address: str
+    conn_id: str
+    timeout: float = 10.0
+    verify: bool | str = True
+    token: TokenChoice = field(default_factory=TokenChoice)
+
+    # -- request pieces --------------------------------------------------------------
+    def headers(self) -> dict[str, str]:
+        token = self.token.token
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def ssl_context(self) -> ssl.SSLContext | bool:
+        """What httpx's ``verify`` gets: a context for a CA bundle (file or directory),
+        httpx's default context for ``True``, ``False`` only when asked for."""
+        verify = _verify_setting(self.verify)
+        if verify is False:
+            return False
+        if verify is True:
+            return httpx.create_ssl_context()
+        path = os.path.expanduser(str(verify))
+        if not os.path.exists(path):
+            raise RayOrchClusterError(
+                f"the {self.conn_id!r} connection's extra `verify` names {path}, which does "
+                "not exist: give the path of a CA bundle (PEM) readable by this worker, or true",
+                transient=False,
+            )
+        if os.path.isdir(path):
+            return ssl.create_default_context(capath=path)
+        return ssl.create_default_context(cafile=path)
+
+    def _client_kwargs(self, verify: ssl.SSLContext | bool) -> dict[str, Any]:
+        return {
+            "base_url": self.address,
+            "headers": self.headers(),
+            "timeout": httpx.Timeout(self.timeout),
+            "verify": verify,
+            "follow_redirects": False,
+            "trust_env": False,
+        }
+
+    # -- error mapping ---------------------------------------------------------------
+    def hint(self) -> str:
+        return (
+            f"check the {self.conn_id!r} connection's host (or the task's ray_address) "
+            "and that the cluster's dashboard is running"
+        )
+
+    def transport_error(self, exc: httpx.HTTPError, method: str, path: str) -> RayOrchClusterError:
+        where = f"the Ray Jobs API at {self.address}"
+        if _is_tls_failure(exc):
+            verify = _verify_setting(self.verify)
+            trusted = "the default CA bundle" if verify is True else f"the CA bundle {verify}"
+            return RayOrchClusterError(
+                f"TLS verification of {where} failed during {method} {path} ({exc}); nothing "
+                f"was sent. Fix: the server's certificate must be signed by {trusted}: set the "
+                f"{self.conn_id!r} connection's extra `verify` to the CA bundle that signs it",
+                transient=False,
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            return RayOrchClusterError(
+                f"cannot reach {where}: no answer within {self.timeout:g}s during {method} "
+                f"{path} ({type(exc).__name__}); {self.hint()}"
+            )
+        reason = "connection refused" if "refused" in str(exc).lower() else str(exc)
+        return RayOrchClusterError(
+            f"cannot reach {where} during {method} {path}: {reason} ({type(exc).__name__}); "
+            f"{self.hint()}"
+        )
+
+    def check(self, resp: httpx.Response, method: str, path: str, what: str = "") -> None:
+        """Raise the mapped error unless ``resp`` is a 2xx answer."""
+        code = resp.status_code
+        if 200 <= code < 300:
+            return
+        body = self._body(resp)
+        doing = what or f"{method} {path}"
+        if code in (401, 403):
+            raise RayOrchAuthError(
+                f"the Ray Jobs API at {self.address} refused {doing} (HTTP {code}: {body}); "
+                f"the request carried {self.token.describe()}. Fix: {self.token.fix(self.conn_id)}"
+            )
+        if code in TRANSIENT_HTTP:
+            raise RayOrchClusterError(
+                f"{doing} failed: HTTP {code} from {self.address} (the dashboard may be "
+                f"restarting or a proxy cannot reach it): {body}",
+                transient=True,
+            )
+        raise RayOrchClusterError(f"{doing} failed: HTTP {code}: {body}", transient=False)
+
+    def _body(self, resp: httpx.Response) -> str:
+        text = resp.text[:500]
+        token = self.token.token
+        return text.replace(token, "***") if token else text
+
+    # -- sync ------------------------------------------------------------------------
+    def request(
+        self, method: str, path: str, *, what: str = "", allow_404: bool = False, **kwargs: Any
+    ) -> httpx.Response | None:
+        """One request; ``None`` for a 404 when ``allow_404``; mapped errors otherwise."""
+        try:
+            with httpx.Client(**self._client_kwargs(self.ssl_context())) as client:
+                resp = client.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise self.transport_error(exc, method, path) from None
+        if allow_404 and resp.status_code == 404:
+            return None
+        self.check(resp, method, path, what)
+        return resp
+
+    def json(self, method: str, path: str, *, what: str = "", **kwargs: Any) -> Any:
+        resp = self.request(method, path, what=what, **kwargs)
+        assert resp is not None
+        return resp.json()
+
+    # -- async -----------------------------------------------------------------------
+    async def arequest(
+        self, method: str, path: str, *, what: str = "", allow_404: bool = False, **kwargs: Any
+    ) -> httpx.Response | None:
+        """The async twin of :meth:`request` (same TLS, headers, timeout and errors)."""
+        import asyncio
+
+        verify = await asyncio.to_thread(self.ssl_context)  # reads CA files: off the loop
+        try:
+            async with httpx.AsyncClient(**self._client_kwargs(verify)) as client:
+                resp = await client.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise self.transport_error(exc, method, path) from None
+        if allow_404 and resp.status_code == 404:
+            return None
+        self.check(resp, method, path, what)
+        return resp
+
+    async def ajson(self, method: str, path: str, *, what: str = "", **kwargs: Any) -> Any:
+        resp = await self.arequest(method, path, what=what, **kwargs)
+        assert resp is not None
+        return resp.json()

@@ -1,0 +1,101 @@
+"""The loopback Ray head and the embedded driver on a machine that already ran Ray.
+
+Ray 2.60 writes ``~/.ray/auth_token`` on any plain ``ray.init()``; ``ray start --head``
+with ``RAY_AUTH_MODE`` unset then turns token auth on. These tests give the process
+such a HOME (and no ``RAY_AUTH_*`` variable), as on any user's machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+from airflow_provider_rayorch.operators.local_head import start_local_head, stop_local_head
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def home_with_ray_token(tmp_path, monkeypatch) -> tuple[Path, str]:
+    """A HOME whose ~/.ray/auth_token was left by an earlier ray.init()."""
+    home = tmp_path / "home"
+    (home / ".ray").mkdir(parents=True)
+    token = secrets.token_hex(16)
+    (home / ".ray" / "auth_token").write_text(token)
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("AIRFLOW_CONN_RAYORCH_DEFAULT", raising=False)
+    return home, token
+
+
+def _wait_terminal(hook: RayOrchHook, job_id: str, deadline_s: float = 120.0) -> str:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        status = str(hook.get_job_status(job_id))
+        if status not in ("PENDING", "RUNNING"):
+            return status
+        time.sleep(0.5)
+    raise AssertionError(f"job {job_id} did not end within {deadline_s}s")
+
+
+@pytest.mark.timeout(240)
+def test_loopback_head_submits_when_home_holds_a_ray_token(home_with_ray_token, caplog) -> None:
+    """Finding 1: the head enables token auth; the hook must send the head's token."""
+    home, machine_token = home_with_ray_token
+    caplog.set_level("DEBUG")
+    head = start_local_head(num_cpus=1, timeout=120)
+    try:
+        hook = RayOrchHook(address=head["address"])
+        assert hook.find_active_job("no-such-run") is None
+        job_id = hook.submit_job(
+            f"{sys.executable} -c 'print(41 + 1)'", submission_id=f"t-{secrets.token_hex(4)}"
+        )
+        assert _wait_terminal(hook, job_id) == "SUCCEEDED"
+        assert "42" in hook.get_job_logs(job_id)
+        # XCom (the head's info) carries at most a token file path, never a token.
+        info = json.dumps(head)
+        token_path = head.get("token_path")
+        assert token_path
+        assert os.stat(token_path).st_mode & 0o777 == 0o600
+        head_token = Path(token_path).read_text().strip()
+        assert head_token not in info
+        assert machine_token not in info
+        assert head_token not in caplog.text
+        # The machine's own token file is left as it was.
+        assert (home / ".ray" / "auth_token").read_text() == machine_token
+    finally:
+        stop_local_head(head)
+
+
+@pytest.mark.timeout(240)
+def test_embedded_driver_leaves_home_ray_untouched(tmp_path, monkeypatch) -> None:
+    """The embedded driver's private Ray never writes ~/.ray/auth_token."""
+    from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("AIRFLOW_CONN_RAYORCH_DEFAULT", raising=False)
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "unit" / "airflow"))
+    from unittest import mock
+
+    ti = mock.MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1, try_number=1)
+    op = RayOrchOperator(
+        task_id="t",
+        pipeline="engine_pipelines:TwoOutputs",
+        sources=[1, 2, 3],
+        run_store=str(tmp_path / "runs"),
+    )
+    summary = op.execute({"ti": ti, "task_state_store": None, "outlet_events": mock.MagicMock()})
+    assert summary["sources"]["present"] == 3
+    assert not (home / ".ray").exists(), sorted(p.name for p in home.rglob("*"))

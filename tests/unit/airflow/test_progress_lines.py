@@ -1,0 +1,93 @@
+"""Task-log progress reads as one human line per committed microbatch; the machine
+events stay available but out of the reader's way (issue 12, finding 7)."""
+
+from __future__ import annotations
+
+import re
+from unittest import mock
+
+import pytest
+from structlog.testing import capture_logs
+
+from airflow_provider_rayorch.rayorch import driver
+from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore
+
+pytestmark = pytest.mark.timeout(30)
+
+LINE = re.compile(
+    r"^microbatch (\d+)/(\d+) committed: (\d+) sources, (\d+) present, (\d+) failed, "
+    r"(\d+) suppressed \(\d+\.\d s, \d+ \w+/s\)$"
+)
+
+
+def _plan(tmp_path, poison=()) -> RunStore:
+    store = RunStore(str(tmp_path))
+    spec = "fake_pipelines:Square"
+    fingerprint = driver.import_factory(spec)(poison=list(poison)).compile().fingerprint
+    store.write_plan(
+        PlanRecord(
+            run_id="run",
+            pipeline=spec,
+            fingerprint=fingerprint,
+            sources=list(range(7)),
+            input_batch_size=3,
+            pipeline_kwargs={"poison": list(poison)},
+        )
+    )
+    return store
+
+
+def test_driver_prints_one_human_line_per_committed_microbatch(
+    tmp_path, fake_engine, capsys
+) -> None:
+    driver.run_plan(_plan(tmp_path, poison=[4]), "run")
+    lines = [line for line in capsys.readouterr().out.splitlines() if LINE.match(line)]
+    parsed = [LINE.match(line).groups() for line in lines]  # type: ignore[union-attr]
+    assert [(g[0], g[1]) for g in parsed] == [("1", "3"), ("2", "3"), ("3", "3")]
+    assert parsed[1][2:] == ("3", "2", "1", "0")  # 3 sources, 2 present, 1 failed
+    assert parsed[2][2] == "1"
+
+
+def test_relayed_job_log_keeps_events_out_of_the_info_log(tmp_path, fake_engine) -> None:
+    from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
+    from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
+
+    hook = mock.MagicMock(embedded=False, run_store_uri=str(tmp_path), is_local_head=False)
+    hook.settings = RayOrchSettings(address="http://h:8265", run_store=str(tmp_path))
+    hook.runtime_env.side_effect = lambda override=None: dict(override or {})
+    hook.get_job_info.return_value = {"status": "SUCCEEDED", "message": ""}
+    hook.get_job_status.return_value = "SUCCEEDED"
+    hook.get_job_logs.return_value = (
+        'RAYORCH_EVENT {"event": "start"}\n'
+        "microbatch 1/1 committed: 1 sources, 1 present, 0 failed, 0 suppressed (0.1 s, 9 x/s)\n"
+    )
+    op = RayOrchOperator(task_id="t", pipeline="fake_pipelines:Square", sources=[1])
+    op.__dict__["hook"] = hook
+    ti = mock.MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1, try_number=1)
+    with capture_logs() as logs:
+        op._poll("j", {"ti": ti})
+    info = [str(e["event"]) for e in logs if e.get("log_level") == "info"]
+    assert any("microbatch 1/1 committed" in line for line in info), info
+    assert not any("RAYORCH_EVENT" in line for line in info), info
+
+
+def test_machine_lines_go_to_debug() -> None:
+    from airflow_provider_rayorch.common.progress import relay_line
+
+    log = mock.MagicMock()
+    relay_line(log, "[driver]", 'RAYORCH_EVENT {"event": "end"}')
+    relay_line(log, "[driver]", "microbatch 1/1 committed: ...")
+    log.debug.assert_called_once_with("%s %s", "[driver]", 'RAYORCH_EVENT {"event": "end"}')
+    log.info.assert_called_once_with("%s %s", "[driver]", "microbatch 1/1 committed: ...")
+
+
+def test_ticker_reports_throughput_from_call_metrics(capsys) -> None:
+    executor = mock.MagicMock()
+    executor.call_metrics.return_value = [{"grains_dispatched": 10}, {"grains_dispatched": 5}]
+    ticker = driver.ProgressTicker(executor, total=6)
+    ticker.committed()
+    ticker.committed()
+    executor.call_metrics.return_value = [{"grains_dispatched": 40}, {"grains_dispatched": 20}]
+    line = ticker.tick()
+    assert line.startswith("running: 2/6 microbatches committed, 60 grains dispatched (+45 in")
+    assert line in capsys.readouterr().out
