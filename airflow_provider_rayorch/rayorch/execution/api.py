@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..errors import UsageError
 from ..runtime.core import Core
 from .gc_policy import rare_full_collections
 from .result import (
@@ -61,7 +62,7 @@ class Executor:
         **backend_options: Any,
     ) -> None:
         if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+            raise UsageError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.pipeline = pipeline
         self.plan: Plan = pipeline.compile()
         self.address = address

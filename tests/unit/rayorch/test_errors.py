@@ -100,6 +100,8 @@ class One(ro.Pipeline):
         ),
         pytest.param(lambda: One().compile(optimize=None), r"optimize="),
         pytest.param(lambda: ro.RecoveryPolicy("abort"), r"kind must be a RecoveryKind"),
+        pytest.param(lambda: ro.Executor(One(), backend="spark"), r"backend must be one of"),
+        pytest.param(lambda: ro.run(One(), [1], backend="dask"), r"backend must be one of"),
         pytest.param(lambda: ro.run(One(), "abc", backend="local"), r"must be a sequence of rows"),
         pytest.param(lambda: ro.run(One(), [1], [2], backend="local"), r"takes 1 source column"),
         pytest.param(
