@@ -109,8 +109,14 @@ def busy_timeline(timeline: Sequence[Mapping[str, Any]], span: float) -> str:
         lanes[key][str(r.get("outcome") or "finished")].append((start, max(end, start)))
         busy_total[key] += end - start
     order = sorted(lanes, key=lambda k: (calls.index(k[0]), _natural(k[1])))
+    names = {
+        key: f"{key[0]} \u00b7 {key[1]} ({share(busy_total[key] / span if span else 0.0)})"
+        for key in order
+    }
+    # room for the longest lane name (about 6.5 px per character at 11 px)
+    left = min(420, max(190, 12 + int(6.5 * max((len(n) for n in names.values()), default=0))))
     lane_h, gap = 16, 6
-    canvas = Canvas(WIDTH, 24 + len(order) * (lane_h + 2) + len(calls) * gap + 36, left=190)
+    canvas = Canvas(WIDTH, 24 + len(order) * (lane_h + 2) + len(calls) * gap + 36, left=left)
     scale = Scale(0.0, span, canvas.x0, canvas.x1)
     y, previous = canvas.y0, None
     for key in order:
@@ -123,8 +129,7 @@ def busy_timeline(timeline: Sequence[Mapping[str, Any]], span: float) -> str:
             color = IN_FLIGHT if kind == "in flight" else REPORT_COLORS[kind]
             for a, b in _merge(lanes[key].get(kind, []), scale):
                 canvas.rect(a, y, b - a, lane_h, color, title=f"{call} {worker}: {kind}")
-        busy = share(busy_total[key] / span if span else 0.0)
-        canvas.text(canvas.x0 - 6, y + 12, f"{call} \u00b7 {worker} ({busy})", anchor="end")
+        canvas.text(canvas.x0 - 6, y + 12, names[key], anchor="end")
         y += lane_h + 2
     canvas.bottom = int(canvas.height - y - 4)
     _time_axis(canvas, scale)
@@ -138,7 +143,14 @@ def queue_depth(timeline: Sequence[Mapping[str, Any]], span: float) -> str:
     for r in timeline:
         if r["event"] == "dispatch":
             series[str(r["call"])].append((float(r["t"]), int(r.get("queued") or 0)))
-    top = max([1, *(q for points in series.values() for _, q in points)])
+    deepest = max([0, *(q for points in series.values() for _, q in points)])
+    if series and deepest == 0:  # a flat line on the axis would look like no data
+        canvas = Canvas(WIDTH, 60, bottom=8)
+        canvas.empty(
+            f"no Grain ever waited: every dispatch of {', '.join(series)} emptied its ready queue"
+        )
+        return canvas.render("queue", f"Ready-queue depth of {len(series)} Calls: always 0")
+    top = max(1, deepest)
     canvas = Canvas(WIDTH, 260)
     xs = Scale(0.0, span, canvas.x0, canvas.x1)
     ys = Scale(0.0, top * 1.05, canvas.y1, canvas.y0)
@@ -209,7 +221,7 @@ def completion_curve(microbatches: Sequence[MicrobatchView], total: int, span: f
         (mb for mb in microbatches if mb.finished_s is not None),
         key=lambda mb: (mb.finished_s or 0.0, mb.index),
     )
-    canvas = Canvas(WIDTH, 260 if done else 90)
+    canvas = Canvas(WIDTH, 260) if done else Canvas(WIDTH, 60, bottom=8)
     if not done:
         canvas.empty(f"{NOTHING_COMMITTED} (0 of {total} sources)")
         return canvas.render("completion", f"Completion curve: {NOTHING_COMMITTED}")
