@@ -239,6 +239,9 @@ def test_small_run_has_distinct_tick_labels(tmp_path: Path) -> None:
     html = render_run_report(store, RUN, timeline, calls, microbatches=timings)
     for name in ("microbatches", "completion", "timeline", "queue"):
         _assert_distinct_ticks(_plot(html, name))
+    assert "milliseconds since the run started" in _plot(html, "timeline")
+    # every dispatch found its queue empty: said in words, not as a line on the axis
+    assert "no Grain ever waited" in _plot(html, "queue")
 
 
 def test_small_run_shows_busy_time_and_utilisation_not_zero(tmp_path: Path) -> None:
