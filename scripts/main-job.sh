@@ -6,8 +6,10 @@
 #   rayorch-output/inputs/     the generated sample PDFs (and clips)
 #   rayorch-output/runs/       the run store: per run, Parquet outputs, markdown per
 #                              document, the HTML report and the manifests
-#   rayorch-output/airflow-home/  this job's Airflow home (metadata DB, task logs),
-#                              made afresh on every run
+#   rayorch-output/airflow-home/  this job's Airflow home: its metadata DB and task
+#                              logs are made afresh on every run (rayorch_minimal,
+#                              which uses the default run store, keeps its runs in
+#                              airflow-home/rayorch/runs)
 #   rayorch-output/main-job.log   Airflow's and Ray's output of the last run
 # Usage: bash scripts/main-job.sh [DAG_ID]   (rayorch_documents by default; also
 # rayorch_video, or rayorch_minimal, the fastest smoke example)
@@ -25,7 +27,7 @@ export RAY_USAGE_STATS_ENABLED=0
 export PYTHONPATH="$PWD/dags_examples${PYTHONPATH:+:$PYTHONPATH}"
 LOG="$OUTPUT/main-job.log"
 
-rm -rf "$AIRFLOW_HOME"
+rm -rf "$AIRFLOW_HOME/airflow.db" "$AIRFLOW_HOME/logs"
 mkdir -p "$AIRFLOW_HOME"
 : > "$LOG"
 .venv/bin/airflow db migrate >> "$LOG" 2>&1 \

@@ -140,6 +140,7 @@ def print_outcome(result: dict[str, Any]) -> None:
         if isinstance(value, dict) and "sources" in value and "run_id" in value:
             print(f"lineage summary of {task}:")
             print(json.dumps(value, indent=2))
+            print(f"Kept outputs: {value['outputs']['uri']}/")
 
 
 def main() -> None:
