@@ -1,9 +1,9 @@
 """Lowering: a compiled ``Plan`` as the slot-level facts the core and the backends read.
 
 One builder per node kind turns a plan node into a frozen record of Item slots
-(positions in an Entity's ``items``). ``lower(plan)`` runs the builders once per
-plan and caches the result, so every run of a warm executor, and the Ray
-backend, read the same facts.
+(positions in an Entity's ``items``) and options. ``lower(plan)`` runs the
+builders once per plan object and caches the result, so every run of a warm
+executor reads the same records, and a backend can read them too.
 """
 
 from __future__ import annotations
@@ -26,12 +26,8 @@ __all__ = [
     "LoweredFilter",
     "LoweredPlan",
     "LoweredReduce",
-    "OutputFacts",
     "lower",
 ]
-
-#: Per output Port of a Call: (does an expand need its length, a filter its truth?)
-OutputFacts = tuple[tuple[bool, bool], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +45,6 @@ class LoweredCall:
     batch_size: int
     recovery: RecoveryPolicy
     single_parent: bool
-    #: What the Ray worker reports about each output value (see ``OutputFacts``).
-    facts: OutputFacts
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,17 +107,13 @@ class LoweredPlan:
     source_slots: tuple[int, ...]
     output_slots: tuple[int, ...]
 
-    def output_facts(self) -> dict[int, OutputFacts]:
-        """Call node id -> what the worker must report about each output value."""
-        return {call.node.id: call.facts for call in self.calls}
-
 
 # -- one builder per node kind --------------------------------------------------------
 def _slots(plan: Plan, ports: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(plan.ports[p].slot for p in ports)
 
 
-def _lower_call(plan: Plan, node: Node, facts: dict[int, OutputFacts]) -> LoweredCall:
+def _lower_call(plan: Plan, node: Node) -> LoweredCall:
     module = plan.modules[node.module]  # type: ignore[index]
     options = module.options
     return LoweredCall(
@@ -137,11 +127,10 @@ def _lower_call(plan: Plan, node: Node, facts: dict[int, OutputFacts]) -> Lowere
         batch_size=options.batch_size,
         recovery=options.recovery,
         single_parent=options.batching is Batching.SINGLE_PARENT,
-        facts=facts[node.id],
     )
 
 
-def _lower_filter(plan: Plan, node: Node, facts: dict[int, OutputFacts]) -> LoweredFilter:
+def _lower_filter(plan: Plan, node: Node) -> LoweredFilter:
     value_slot, mask_slot = _slots(plan, node.inputs)
     return LoweredFilter(
         node_id=node.id,
@@ -153,7 +142,7 @@ def _lower_filter(plan: Plan, node: Node, facts: dict[int, OutputFacts]) -> Lowe
     )
 
 
-def _lower_expand(plan: Plan, node: Node, facts: dict[int, OutputFacts]) -> LoweredExpand:
+def _lower_expand(plan: Plan, node: Node) -> LoweredExpand:
     return LoweredExpand(
         node_id=node.id,
         domain=node.domain,
@@ -164,7 +153,7 @@ def _lower_expand(plan: Plan, node: Node, facts: dict[int, OutputFacts]) -> Lowe
     )
 
 
-def _lower_reduce(plan: Plan, node: Node, facts: dict[int, OutputFacts]) -> LoweredReduce:
+def _lower_reduce(plan: Plan, node: Node) -> LoweredReduce:
     in_slots = _slots(plan, node.inputs)
     member_slot = None if node.members is None else plan.ports[node.members].slot
     watched = set(in_slots)
@@ -181,7 +170,7 @@ def _lower_reduce(plan: Plan, node: Node, facts: dict[int, OutputFacts]) -> Lowe
     )
 
 
-def _lower_broadcast(plan: Plan, node: Node, facts: dict[int, OutputFacts]) -> LoweredBroadcast:
+def _lower_broadcast(plan: Plan, node: Node) -> LoweredBroadcast:
     src = plan.ports[node.inputs[0]]
     chain: list[int] = []
     cursor = plan.domains[node.domain]
@@ -197,7 +186,7 @@ def _lower_broadcast(plan: Plan, node: Node, facts: dict[int, OutputFacts]) -> L
     )
 
 
-_Builder = Callable[[Plan, Node, dict[int, OutputFacts]], Lowered]
+_Builder = Callable[[Plan, Node], Lowered]
 BUILDERS: dict[NodeKind, _Builder] = {
     NodeKind.CALL: _lower_call,
     NodeKind.FILTER: _lower_filter,
@@ -207,40 +196,8 @@ BUILDERS: dict[NodeKind, _Builder] = {
 }
 
 
-def _output_facts(plan: Plan) -> dict[int, OutputFacts]:
-    """For each Call output Port: does some expand need its length, some filter its
-    truth (directly, or through filters and broadcasts that pass the value on)?"""
-    need_length: set[int] = set()
-    need_truth: set[int] = set()
-    passthrough: dict[int, list[int]] = {}
-    for node in plan.nodes:
-        if node.kind is NodeKind.EXPAND:
-            need_length.update(node.inputs)
-        elif node.kind is NodeKind.FILTER:
-            need_truth.add(node.inputs[1])
-            passthrough.setdefault(node.inputs[0], []).append(node.outputs[0])
-        elif node.kind is NodeKind.BROADCAST:
-            passthrough.setdefault(node.inputs[0], []).append(node.outputs[0])
-
-    def needs(port: int, wanted: set[int], seen: frozenset[int] = frozenset()) -> bool:
-        if port in wanted:
-            return True
-        return any(
-            needs(p, wanted, seen | {port}) for p in passthrough.get(port, ()) if p not in seen
-        )
-
-    return {
-        node.id: tuple((needs(p, need_length), needs(p, need_truth)) for p in node.outputs)
-        for node in plan.nodes
-        if node.kind is NodeKind.CALL
-    }
-
-
 def _lower(plan: Plan) -> LoweredPlan:
-    facts = _output_facts(plan)
-    nodes = tuple(
-        BUILDERS[node.kind](plan, node, facts) for node in plan.nodes if node.kind in BUILDERS
-    )
+    nodes = tuple(BUILDERS[node.kind](plan, node) for node in plan.nodes if node.kind in BUILDERS)
     return LoweredPlan(
         nodes=nodes,
         calls=tuple(n for n in nodes if type(n) is LoweredCall),
