@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 from airflow_provider_rayorch.rayorch.summary import summary_state
 
-from .state import RunFacts, RunState, decide_state, last_write
+from .state import RunFacts, RunState, decide_state, last_write, read_job_record, with_note
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -170,16 +170,17 @@ def load_run(
     # every microbatch committed, the run manifest not written yet: the run's state is
     # already decided by its counts
     all_committed = plan is not None and all(mb.committed for mb in view.microbatches)
+    record, unreadable = read_job_record(store, run_id)
     facts = RunFacts(
         has_plan=plan is not None,
         manifest_state=None if run is None else str(run.get("state", "success")),
         all_committed_state=summary_state(counts, plan.max_failed_ratio)
         if plan is not None and all_committed
         else None,
-        job_state=store.read_job_state(run_id),
+        job_state=record,
         last_write=last_write(store, run_id),
     )
-    apply_state(view, decide_state(facts, now=now))
+    apply_state(view, with_note(decide_state(facts, now=now), unreadable))
     _load_rows(store, run_id, view, [] if plan is None else plan.sources)
     return view
 

@@ -18,13 +18,14 @@ The rule, first match wins:
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
 from airflow_provider_rayorch.common.states import JobStatus
+from airflow_provider_rayorch.rayorch.store import StoreError
 from airflow_provider_rayorch.rayorch.summary import summary_state
 
 if TYPE_CHECKING:
@@ -39,7 +40,9 @@ __all__ = [
     "RunState",
     "decide_state",
     "last_write",
+    "read_job_record",
     "read_run_state",
+    "with_note",
 ]
 
 #: How long a run with no news (no commit, no report, no job status) still counts as running.
@@ -162,6 +165,19 @@ def last_write(store: RunStore, run_id: str) -> datetime | None:
     return max(times) if times else None
 
 
+def read_job_record(store: RunStore, run_id: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The job-state record, or None and why when it is damaged (it must not hide the run)."""
+    try:
+        return store.read_job_state(run_id), None
+    except StoreError as exc:
+        return None, str(exc)
+
+
+def with_note(state: RunState, note: str | None) -> RunState:
+    """``state`` carrying ``note`` as its message when it has none of its own."""
+    return replace(state, message=note) if note and not state.message else state
+
+
 def read_run_state(store: RunStore, run_id: str, *, now: datetime | None = None) -> RunState:
     """The state of one run, from its run manifest, job-state record, plan and manifests."""
     manifest = store.read_run_manifest(run_id)
@@ -175,11 +191,12 @@ def read_run_state(store: RunStore, run_id: str, *, now: datetime | None = None)
                 for key, value in (m.get("sources") or {}).items():
                     counts[key] = counts.get(key, 0) + int(value)
             all_committed = summary_state(counts, plan.max_failed_ratio)
+    record, unreadable = read_job_record(store, run_id)
     facts = RunFacts(
         has_plan=plan is not None,
         manifest_state=None if manifest is None else str(manifest.get("state", "success")),
         all_committed_state=all_committed,
-        job_state=store.read_job_state(run_id),
+        job_state=record,
         last_write=last_write(store, run_id),
     )
-    return decide_state(facts, now=now)
+    return with_note(decide_state(facts, now=now), unreadable)

@@ -259,3 +259,15 @@ def test_small_run_shows_busy_time_and_utilisation_not_zero(tmp_path: Path) -> N
     lanes = re.findall(r"\u00b7 [\w#]+ \(([^)]*)\)", _plot(html, "timeline"))
     assert lanes
     assert "0%" not in lanes
+
+
+def test_damaged_job_state_record_does_not_hide_the_run(tmp_path: Path) -> None:
+    from airflow_provider_rayorch.reports import read_run_state
+
+    store = make_run(tmp_path, committed=(0,), finished=False)
+    (tmp_path / RUN / "job_state.json").write_text("{half")
+    state = read_run_state(store, RUN)
+    assert state.state == "running"
+    assert state.message is not None
+    assert "job_state.json is not JSON" in state.message
+    assert "job_state.json is not JSON" in render_run_report(store, RUN)
