@@ -19,10 +19,19 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from typing import TYPE_CHECKING
 
+from deployment import Deployment, start_deployment
 from e2e_helpers import AIRFLOW, E2E_DAGS, EXAMPLES, ROOT, closed_port
+from rest import AirflowRest
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
+
+DEPLOYMENT_DAGS = [
+    EXAMPLES / "rayorch_minimal.py",
+    EXAMPLES / "rayorch_ingest.py",
+    ROOT / "tests" / "e2e" / "browser_dags" / "rayorch_browser.py",
+]
 
 
 @pytest.fixture(scope="session")
@@ -113,3 +122,31 @@ def cluster_env(airflow_env, ray_head, ray_token, e2e_root) -> dict[str, str]:
             }
         ),
     }
+
+
+@pytest.fixture(scope="session")
+def airflow_deployment(tmp_path_factory) -> Iterator[Deployment]:
+    """Scheduler (LocalExecutor), DAG processor, triggerer and API server on loopback,
+    under a user ``HOME`` where Ray has written its token file; no ``RAY_*`` variable set.
+    Serves the example DAGs and the browser DAG; logs under ``<root>/airflow-home``."""
+    deployment = start_deployment(tmp_path_factory.mktemp("deployment"), DEPLOYMENT_DAGS)
+    try:
+        yield deployment
+    finally:
+        deployment.stop()
+
+
+@pytest.fixture(scope="session")
+def airflow_rest(airflow_deployment) -> AirflowRest:
+    """An admin REST client of ``airflow_deployment``; its waits fail with the logs."""
+    return AirflowRest(airflow_deployment.url, on_timeout=airflow_deployment.logs)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test that used the deployment gets every component's log tail."""
+    outcome = yield
+    report = outcome.get_result()
+    deployment = getattr(item, "funcargs", {}).get("airflow_deployment")
+    if report.failed and isinstance(deployment, Deployment):
+        report.sections.append(("airflow deployment logs", deployment.logs()))

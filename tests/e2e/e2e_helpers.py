@@ -72,3 +72,25 @@ def wait_for(condition, timeout: float, what: str, interval: float = 0.2):
 
 def run_dirs(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []
+
+
+def live_members(pgid: int, wait_s: float = 30.0) -> list[int]:
+    """Processes of group ``pgid`` that are still alive (zombies, which a container's
+    init may never reap, do not count), after waiting up to ``wait_s`` for them to exit."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        alive = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            state, group = fields[0], int(fields[2])
+            if group == pgid and state != "Z":
+                alive.append(int(entry))
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.2)

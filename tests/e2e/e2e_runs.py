@@ -1,0 +1,71 @@
+"""Runs of DAGs on the e2e deployment through the REST API, and the checks on them."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from deployment import Deployment
+    from rest import AirflowRest
+
+RUN_DEADLINE_S = 240
+
+
+def failure_digest(rest: AirflowRest, dag_id: str, run_id: str) -> str:
+    """State of every task instance, and the error lines of the failed ones."""
+    lines = []
+    for (task_id, map_index), ti in sorted(rest.task_instances(dag_id, run_id).items()):
+        lines.append(f"{task_id}[{map_index}]: {ti['state']} (try {ti['try_number']})")
+        if ti["state"] in ("failed", "upstream_failed") and ti["try_number"]:
+            log = rest.task_log(dag_id, run_id, task_id, ti["try_number"], map_index)
+            lines += [f"    {x[:1500]}" for x in log.splitlines() if '"level": "error"' in x]
+    return "\n".join(lines)
+
+
+def run_to_the_end(
+    rest: AirflowRest, dag_id: str, timeout: float = RUN_DEADLINE_S, **trigger: Any
+) -> tuple[str, dict[tuple[str, int], dict[str, Any]]]:
+    """Trigger ``dag_id`` (paused until then, as every new DAG), unpause it, wait for the
+    run to end; fail with the task errors unless it succeeded."""
+    rest.wait_for_dag(dag_id)
+    run_id = rest.trigger(dag_id, **trigger)["dag_run_id"]
+    rest.unpause(dag_id)
+    run = rest.wait_for_run(dag_id, run_id, timeout)
+    assert run["state"] == "success", failure_digest(rest, dag_id, run_id)
+    return run_id, rest.task_instances(dag_id, run_id)
+
+
+def all_task_logs(rest: AirflowRest, dag_id: str, run_id: str) -> str:
+    """Every try's log of every task instance of the run, as the UI shows them."""
+    return "\n".join(
+        rest.task_log(dag_id, run_id, task_id, attempt, map_index)
+        for (task_id, map_index), ti in rest.task_instances(dag_id, run_id).items()
+        for attempt in range(1, ti["try_number"] + 1)
+    )
+
+
+def log_files(deployment: Deployment) -> str:
+    """Every log file the deployment wrote: task and trigger logs, component logs."""
+    return "\n".join(
+        p.read_text(errors="replace")
+        for p in (deployment.airflow_home / "logs").rglob("*")
+        if p.is_file()
+    ) + "\n".join(p.tail(10**9) for p in deployment.processes.values())
+
+
+def assert_no_secret(secrets: dict[str, str], **texts: str) -> None:
+    for what, secret in secrets.items():
+        assert len(secret) >= 16, f"{what} is not a real secret: {secret!r}"
+        for where, text in texts.items():
+            assert secret not in text, f"the {what} appears in {where}"
+
+
+def ray_secrets(deployment: Deployment, *heads: dict[str, Any]) -> dict[str, str]:
+    """The user's Ray token, and any token file a loopback head's XCom names."""
+    found = {"~/.ray/auth_token": deployment.ray_token_file.read_text().strip()}
+    for head in heads:
+        for key, value in head.items():
+            if "token" in key and isinstance(value, str) and os.path.isfile(value):
+                found[f"the head's {key}"] = open(value).read().strip()  # noqa: SIM115
+    return found
