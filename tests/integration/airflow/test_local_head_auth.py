@@ -46,20 +46,40 @@ def _wait_terminal(hook: RayOrchHook, job_id: str, deadline_s: float = 120.0) ->
     raise AssertionError(f"job {job_id} did not end within {deadline_s}s")
 
 
+JOB = "import ray; ray.init(); print('cpus', int(ray.cluster_resources()['CPU']))"
+
+
 @pytest.mark.timeout(240)
-def test_loopback_head_submits_when_home_holds_a_ray_token(home_with_ray_token, caplog) -> None:
-    """Finding 1: the head enables token auth; the hook must send the head's token."""
+@pytest.mark.parametrize(
+    ("auth_mode", "conn_password"),
+    [
+        pytest.param(None, None, id="mode-unset"),
+        pytest.param("disabled", None, id="mode-disabled"),
+        pytest.param("token", "a-stale-connection-token", id="mode-token-and-connection-token"),
+    ],
+)
+def test_loopback_head_submits_when_home_holds_a_ray_token(
+    home_with_ray_token, monkeypatch, caplog, auth_mode, conn_password
+) -> None:
+    """Finding 1: whatever the machine's token state, the hook sends the head's token
+    and a job on the head connects to its Ray."""
     home, machine_token = home_with_ray_token
+    if auth_mode is not None:
+        monkeypatch.setenv("RAY_AUTH_MODE", auth_mode)
+    if conn_password is not None:
+        conn = {"conn_type": "rayorch", "host": "http://127.0.0.1:1", "password": conn_password}
+        monkeypatch.setenv("AIRFLOW_CONN_RAYORCH_DEFAULT", json.dumps(conn))
     caplog.set_level("DEBUG")
     head = start_local_head(num_cpus=1, timeout=120)
     try:
         hook = RayOrchHook(address=head["address"])
+        assert hook.is_local_head
         assert hook.find_active_job("no-such-run") is None
         job_id = hook.submit_job(
-            f"{sys.executable} -c 'print(41 + 1)'", submission_id=f"t-{secrets.token_hex(4)}"
+            f'{sys.executable} -c "{JOB}"', submission_id=f"t-{secrets.token_hex(4)}"
         )
-        assert _wait_terminal(hook, job_id) == "SUCCEEDED"
-        assert "42" in hook.get_job_logs(job_id)
+        assert _wait_terminal(hook, job_id) == "SUCCEEDED", hook.get_job_logs(job_id)[-2000:]
+        assert "cpus 1" in hook.get_job_logs(job_id)
         # XCom (the head's info) carries at most a token file path, never a token.
         info = json.dumps(head)
         token_path = head.get("token_path")
@@ -73,6 +93,7 @@ def test_loopback_head_submits_when_home_holds_a_ray_token(home_with_ray_token, 
         assert (home / ".ray" / "auth_token").read_text() == machine_token
     finally:
         stop_local_head(head)
+    assert RayOrchHook(address=head["address"]).is_local_head is False
 
 
 @pytest.mark.timeout(240)
