@@ -106,6 +106,6 @@ def get_provider_info() -> dict[str, Any]:
         ],
         "extra-links": [
             "airflow_provider_rayorch.links.rayorch.RayJobLink",
-            "airflow_provider_rayorch.plugins.links.RayOrchReportLink",
+            "airflow_provider_rayorch.links.report.RayOrchReportLink",
         ],
     }

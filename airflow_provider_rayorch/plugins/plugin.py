@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
 
+from airflow_provider_rayorch.links.report import URL_PREFIX, RayOrchReportLink
 from airflow_provider_rayorch.sensors.rayorch import RayOrchMicrobatchSensor, RayOrchRunSensor
 
 from .app import app
-from .links import URL_PREFIX, RayOrchReportLink
 
 __all__ = ["RayOrchPlugin"]
 

@@ -55,6 +55,7 @@ def test_providers_manager_sees_connection_type_and_hook() -> None:
     [
         "airflow_provider_rayorch.hooks.rayorch.RayOrchHook",
         "airflow_provider_rayorch.links.rayorch.RayJobLink",
+        "airflow_provider_rayorch.links.report.RayOrchReportLink",
         "airflow_provider_rayorch.operators.rayorch.RayOrchOperator",
         "airflow_provider_rayorch.operators.microbatch.RayOrchSubmitOperator",
         "airflow_provider_rayorch.operators.local_head.RayLocalHeadStartOperator",
