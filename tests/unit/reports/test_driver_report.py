@@ -1,0 +1,58 @@
+"""The report the driver writes for a small real run (reference executor, no Ray).
+
+The example pipeline's UDFs take microseconds per batch: the report must show those
+microseconds and a non-zero share, not "0" and "0%" (issue 12, finding 9).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_rayorch.rayorch import driver
+from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore
+from airflow_provider_rayorch.reports import read_run_report
+
+from .test_report import parse
+
+pytestmark = pytest.mark.timeout(120)
+
+EXAMPLES = Path(__file__).parents[3] / "dags_examples"
+SPEC = "rayorch_example_pipelines:TextDocPipeline"
+
+
+@pytest.fixture
+def examples_importable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "path", [str(EXAMPLES), *sys.path])
+
+
+@pytest.mark.usefixtures("examples_importable")
+def test_small_run_report_shows_microseconds_of_busy_time(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path))
+    fingerprint = driver.import_factory(SPEC)().compile().fingerprint
+    docs = ["a b\fc d", "e\ff\fg", "h i j", "k\fl", "m"]
+    store.write_plan(
+        PlanRecord(
+            run_id="run",
+            pipeline=SPEC,
+            fingerprint=str(fingerprint),
+            sources=docs,
+            input_batch_size=2,
+            backend="local",
+        )
+    )
+    assert driver.run_plan(store, "run")["state"] == "success"
+    html = read_run_report(store, "run")
+    assert html is not None
+    page = parse(html)
+    head, *rows = page.rows["calls-table"]
+    busy = next(i for i, h in enumerate(head) if h.startswith("busy"))
+    util = head.index("utilization")
+    assert {r[0] for r in rows} == {"split", "recognize", "assemble"}
+    for row in rows:
+        assert row[busy] != "0 s", row  # µs of UDF time are shown, with their unit
+        assert row[busy].endswith(("µs", "ms", " s")), row
+        assert row[util] not in ("0%", ""), row
+    assert 'data-state="success"' in html
