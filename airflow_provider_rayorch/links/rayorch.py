@@ -1,8 +1,11 @@
 """Operator extra link "Ray job": the Ray dashboard's page of the task's job.
 
-A job that ran on a loopback head this provider started lives only as long as that
-head: once the teardown has stopped it, the dashboard is gone, and the link opens
-the run's stored report instead (the same page as "RayOrch report").
+A job that runs on a loopback head this provider started has a dashboard only as
+long as that head, which the group's teardown stops; and Airflow 3 computes an
+operator's link once, on the worker, when the task ends (it is stored as an XCom).
+So for such a job the link opens the run's stored report (the page "RayOrch report"
+opens) instead of a dashboard that will be gone; the dashboard address, valid until
+the teardown, is in the submit task's log.
 """
 
 from __future__ import annotations
@@ -19,17 +22,9 @@ if TYPE_CHECKING:
 __all__ = ["JOB_URL_KEY", "RayJobLink"]
 
 
-def _dashboard_gone(url: str) -> bool:
-    """The URL's loopback head is no longer running (stopped by its teardown)."""
-    from airflow_provider_rayorch.common import local_heads
-
-    base = url.split("/#/", 1)[0]
-    return local_heads.lookup(base) is None
-
-
 class RayJobLink(BaseOperatorLink):
-    """ "Ray job": the dashboard page of the job a RayOrch task submitted (cluster only);
-    for a job on a stopped loopback head, the run's stored report."""
+    """ "Ray job": the dashboard page of the job a RayOrch task submitted on a cluster;
+    for a job on the provider's loopback head, the run's stored report."""
 
     name = "Ray job"
 
@@ -41,7 +36,7 @@ class RayJobLink(BaseOperatorLink):
         url = XCom.get_value(ti_key=ti_key, key=JOB_URL_KEY)
         if not url:
             return ""
-        if XCom.get_value(ti_key=ti_key, key=LOCAL_HEAD_KEY) and _dashboard_gone(str(url)):
+        if XCom.get_value(ti_key=ti_key, key=LOCAL_HEAD_KEY):  # its dashboard ends with the head
             from airflow_provider_rayorch.links.report import report_path_of
 
             return report_path_of(ti_key)

@@ -3,12 +3,10 @@ loopback head is gone; "RayOrch report" from the task instance key alone."""
 
 from __future__ import annotations
 
-import os
 from types import SimpleNamespace
 
 import pytest
 
-from airflow_provider_rayorch.common import local_heads
 from airflow_provider_rayorch.common.states import JOB_URL_KEY, LOCAL_HEAD_KEY
 from airflow_provider_rayorch.links.rayorch import RayJobLink
 from airflow_provider_rayorch.links.report import RayOrchReportLink
@@ -45,18 +43,12 @@ def test_cluster_job_link_is_the_dashboard(xcoms) -> None:
     assert RayJobLink().get_link(SimpleNamespace(), ti_key=KEY) == "http://head:8265/#/jobs/j1"
 
 
-def test_local_head_job_link_falls_back_to_the_report_once_the_head_is_gone(
-    xcoms, tmp_path, monkeypatch
-) -> None:
-    monkeypatch.setenv("RAYORCH_LOCAL_HEADS_DIR", str(tmp_path / "heads"))
-    token = tmp_path / "auth_token"
-    token.write_text("x")
-    url = "http://127.0.0.1:8997/#/jobs/j1"
-    xcoms.update({JOB_URL_KEY: url, LOCAL_HEAD_KEY: True})
-    local_heads.register("http://127.0.0.1:8997", str(token), os.getpgrp())
-    assert RayJobLink().get_link(SimpleNamespace(), ti_key=KEY) == url  # head still up
-    local_heads.unregister("http://127.0.0.1:8997")  # the teardown stopped it
-    assert RayJobLink().get_link(SimpleNamespace(), ti_key=KEY).startswith("/rayorch/ti?")
+def test_local_head_job_link_opens_the_stored_report(xcoms) -> None:
+    """Airflow 3 fixes the link when the task ends; the head's dashboard ends with its
+    teardown, so the link opens what outlives it."""
+    xcoms.update({JOB_URL_KEY: "http://127.0.0.1:8997/#/jobs/j1", LOCAL_HEAD_KEY: True})
+    link = RayJobLink().get_link(SimpleNamespace(), ti_key=KEY)
+    assert link == RayOrchReportLink().get_link(None, ti_key=KEY)
 
 
 def test_no_job_no_link(xcoms) -> None:
