@@ -1,23 +1,17 @@
-"""Helpers of the browser test: headless Debian chromium through selenium, an
-Airflow API server on loopback, screenshots as artefacts."""
+"""Helpers of the browser test: headless Debian chromium through selenium (the
+Airflow deployment it visits is the e2e session's, see deployment.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
-import os
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
 from typing import TYPE_CHECKING, Any
 
-import requests
-
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
-    from pathlib import Path
 
 CHROMIUM_ARGS = (
     "--headless",
@@ -80,41 +74,6 @@ def wait_until(
     raise AssertionError(
         f"timed out after {timeout}s waiting for {what}" + (f": {last!r}" if last else "")
     )
-
-
-def start_api_server(
-    airflow: str, env: dict[str, str], port: int, log: Path
-) -> subprocess.Popen[bytes]:
-    """``airflow api-server`` on 127.0.0.1:port in its own process group."""
-    with open(log, "wb") as out:
-        return subprocess.Popen(
-            [airflow, "api-server", "-H", "127.0.0.1", "-p", str(port)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def api_up(url: str) -> bool:
-    try:
-        return requests.get(f"{url}/api/v2/monitor/health", timeout=2).ok
-    except requests.RequestException:
-        return False
-
-
-def stop_group(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a process and its children by process group: TERM, then KILL."""
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
 
 
 def body_text(driver: Any) -> str:

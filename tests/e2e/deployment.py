@@ -49,13 +49,15 @@ def user_environment(**overrides: str) -> dict[str, str]:
 
 
 def prepare_user_home(home: Path, timeout: float = 180) -> Path:
-    """Run a plain ``ray.init()`` once under ``home``, as a user's first Ray script does.
+    """Run a user's first Ray script once under ``home``: ``ray.init()`` starting a local
+    Ray, with no ``RAY_*`` variable set.
 
-    Ray 2.60 then writes ``home/.ray/auth_token`` (with ``RAY_AUTH_MODE`` unset). Returns
-    the token file's path; fails if Ray did not write it.
+    Ray 2.60 then writes ``home/.ray/auth_token``. ``address="local"`` only keeps a plain
+    ``ray.init()`` from joining another Ray running on a shared machine (it then starts
+    nothing and writes no token). Returns the token file's path; fails if Ray wrote none.
     """
     home.mkdir(parents=True, exist_ok=True)
-    code = "import ray; ray.init(); ray.shutdown()"
+    code = "import ray; ray.init(address='local'); ray.shutdown()"
     out = subprocess.run(
         [PYTHON, "-c", code],
         env=user_environment(HOME=str(home)),

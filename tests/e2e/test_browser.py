@@ -1,35 +1,26 @@
-"""Issue 7: the UI in a real browser. A per-microbatch DAG runs (dag.test() against
-a loopback Ray head), then an Airflow API server (simple auth manager, everyone
-admin) serves the UI on loopback and headless chromium checks the mapped
-microbatch task instances, a microbatch's lineage summary (XCom), the RayOrch
-report views and the extra link. Screenshots are kept as artefacts
+"""Issue 7 / issue 12 (6): the UI in a real browser, against the e2e deployment (its
+scheduler, triggerer and API server; simple auth manager, everyone admin). A
+per-microbatch DAG runs through the scheduler against a loopback Ray head reached
+through a ``rayorch_head`` connection (made through the REST API, token as its
+password); headless chromium then checks the grid with the mapped microbatch task
+instances, a microbatch's lineage summary (XCom), the RayOrch report views, the runs
+page and the extra link. Screenshots are kept as artefacts
 (``$RAYORCH_BROWSER_ARTIFACTS``, else a tmp dir; ``RAYORCH_DOC_IMAGES=1`` also
 copies them to docs/images)."""
 
 from __future__ import annotations
 
+import json
 import os
-import secrets
 import shutil
-import sys
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 import requests
-from browser import (
-    api_up,
-    body_text,
-    chromium,
-    missing_browser,
-    start_api_server,
-    stop_group,
-    wait_until,
-)
-from e2e_helpers import AIRFLOW, ROOT, closed_port, finish_dag, start_dag
-
-sys.path.insert(0, str(ROOT / "tests" / "unit" / "reports"))
-from plugin_env import plugins_folder
+from browser import body_text, chromium, missing_browser, wait_until
+from e2e_helpers import EXAMPLES, ROOT
+from e2e_runs import all_task_logs, assert_no_secret, run_to_the_end
 
 _missing = missing_browser()
 if _missing:
@@ -38,7 +29,6 @@ if _missing:
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 DAG_ID = "rayorch_browser"
-BROWSER_DAGS = ROOT / "tests" / "e2e" / "browser_dags"
 DOC_IMAGES = ROOT / "docs" / "images"
 FAILED_SHOT = Path(os.environ.get("RAYORCH_BROWSER_ARTIFACTS") or "/tmp") / "failed-page.png"
 
@@ -51,32 +41,36 @@ def artifacts(e2e_root) -> Path:
 
 
 @pytest.fixture(scope="module")
-def ui(cluster_env, e2e_root, artifacts):
-    """Run the DAG while the API server starts; yield (url, dag run id, browser)."""
-    port = closed_port()
-    env = {
-        **cluster_env,
-        "AIRFLOW__CORE__DAGS_FOLDER": str(BROWSER_DAGS),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(plugins_folder(e2e_root / "browser-plugins")),
-        "AIRFLOW__CORE__AUTH_MANAGER": (
-            "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
-        ),
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
-        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(16),
-        "AIRFLOW__API__SECRET_KEY": secrets.token_hex(16),
-        "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__API__WORKERS": "1",
+def ui(airflow_deployment, airflow_rest, ray_head, ray_token, e2e_root, artifacts):
+    """Run the DAG through the deployment's scheduler; yield (url, result, browser)."""
+    airflow_rest.call(
+        "POST",
+        "connections",
+        json={
+            "connection_id": "rayorch_head",
+            "conn_type": "rayorch",
+            "host": ray_head["address"],
+            "password": ray_token,
+            "extra": json.dumps(
+                {
+                    "run_store": str(e2e_root / "browser-runs"),
+                    "runtime_env": {"working_dir": str(EXAMPLES)},
+                }
+            ),
+        },
+    )
+    run_id, tis = run_to_the_end(airflow_rest, DAG_ID)
+    assert_no_secret(
+        {"connection password": ray_token},
+        task_logs=all_task_logs(airflow_rest, DAG_ID, run_id),
+        xcom=repr(airflow_rest.xcoms(DAG_ID, run_id)),
+    )
+    result = {
+        "run_id": run_id,
+        "tasks": {f"{task}[{index}]": ti for (task, index), ti in tis.items()},
     }
-    url = f"http://127.0.0.1:{port}"
-    server = start_api_server(AIRFLOW, env, port, artifacts / "api-server.log")
-    try:
-        result = finish_dag(start_dag(env, DAG_ID), timeout=200)
-        assert result["state"] == "success", result["log"][-6000:]
-        wait_until(lambda: api_up(url), 120, "the API server", interval=0.5)
-        with chromium() as driver:
-            yield url, result, driver
-    finally:
-        stop_group(server)
+    with chromium() as driver:
+        yield airflow_deployment.url, result, driver
 
 
 def _shot(driver, artifacts: Path, name: str) -> None:
