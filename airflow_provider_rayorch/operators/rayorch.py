@@ -480,10 +480,13 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
     def _job_error(
         self, job_id: str, status: str, message: str, logs: str, *, run_id: str | None = None
     ) -> Exception:
-        if run_id is not None and self._store().read_run_manifest(run_id) is None:
-            self._record_job_state(
-                run_id, _ended_status(status), f"Ray job {job_id} ended {status}: {message}"
-            )
+        ended = _ended_status(status)
+        if (
+            ended is not None
+            and run_id is not None
+            and self._store().read_run_manifest(run_id) is None
+        ):
+            self._record_job_state(run_id, ended, f"Ray job {job_id} ended {status}: {message}")
         error = _error_line(logs)
         if error is not None and "exit_code" in error:
             return _driver_exit_error(int(error["exit_code"]), str(error.get("message")))
@@ -589,12 +592,15 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         return OperatorLineage(outputs=[Dataset(namespace=namespace, name=name)])
 
 
-def _ended_status(status: str) -> JobStatus:
-    """The job-state record of a job that ended without a run manifest."""
+def _ended_status(status: str) -> JobStatus | None:
+    """What to record for a job that ended without a run manifest (None: its status is
+    not known, for example after the retry budget ran out: record nothing)."""
     try:
         parsed = JobStatus.parse(status)
     except ValueError:
-        return JobStatus.FAILED
+        return None
+    if parsed.is_active:
+        return None
     return JobStatus.FAILED if parsed is JobStatus.SUCCEEDED else parsed
 
 

@@ -51,3 +51,74 @@ def test_run_sensor_tolerates_one_transient_status_error(tmp_path) -> None:
     result = sensor.poke(_ctx())
     assert result.is_done
     assert result.xcom_value["sources"]["present"] == 2
+
+
+def test_job_trigger_retries_a_transient_error_then_fires(monkeypatch, tmp_path) -> None:
+    import asyncio
+
+    from airflow_provider_rayorch.triggers import rayorch as triggers
+
+    answers = [RayOrchClusterError("HTTP 502"), {"status": "SUCCEEDED", "message": ""}]
+
+    async def info(self, job_id):
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    monkeypatch.setattr(triggers.RayOrchHook, "aget_job_info", info)
+    trigger = triggers.RayOrchJobTrigger(
+        job_id="j", run_id="r", run_store=str(tmp_path), poll_interval=0.01, tail_logs=False
+    )
+
+    async def first():
+        async for event in trigger.run():
+            return event.payload
+        return None
+
+    assert asyncio.run(first())["status"] == "success"
+
+
+def test_microbatch_trigger_fails_at_once_on_a_refused_token(monkeypatch, tmp_path) -> None:
+    import asyncio
+
+    from airflow_provider_rayorch.exceptions import RayOrchAuthError
+    from airflow_provider_rayorch.triggers import rayorch as triggers
+
+    calls = {"n": 0}
+
+    async def status(self, job_id):
+        calls["n"] += 1
+        raise RayOrchAuthError("HTTP 401: the request carried no token")
+
+    monkeypatch.setattr(triggers.RayOrchHook, "aget_job_status", status)
+    trigger = triggers.RayOrchMicrobatchTrigger(
+        run_id="r", run_store=str(tmp_path), index=0, job_id="j", poll_interval=0.01
+    )
+
+    async def first():
+        async for event in trigger.run():
+            return event.payload
+        return None
+
+    event = asyncio.run(first())
+    assert event["status"] == "error"
+    assert "HTTP 401" in event["message"]
+    assert calls["n"] == 1
+
+
+def test_operator_poll_gives_up_after_the_budget(tmp_path, fake_engine) -> None:
+    from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
+    from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
+
+    hook = mock.MagicMock(embedded=False, is_local_head=False, run_store_uri=str(tmp_path))
+    hook.settings = RayOrchSettings(address="http://h:8265", run_store=str(tmp_path))
+    hook.get_job_info.side_effect = RayOrchClusterError("HTTP 504")
+    op = RayOrchOperator(task_id="t", pipeline="fake_pipelines:Square", sources=[1])
+    op.poll_interval = 0.001
+    op.__dict__["hook"] = hook
+    ti = mock.MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1, try_number=1)
+    with pytest.raises(RayOrchClusterError, match="gave up after 6 tries") as caught:
+        op._poll("j", {"ti": ti})
+    assert caught.value.transient is False
+    assert hook.get_job_info.call_count == 6
