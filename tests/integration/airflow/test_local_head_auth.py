@@ -120,3 +120,23 @@ def test_embedded_driver_leaves_home_ray_untouched(tmp_path, monkeypatch) -> Non
     summary = op.execute({"ti": ti, "task_state_store": None, "outlet_events": mock.MagicMock()})
     assert summary["sources"]["present"] == 3
     assert not (home / ".ray").exists(), sorted(p.name for p in home.rglob("*"))
+
+
+@pytest.mark.timeout(240)
+def test_local_py_modules_are_uploaded_through_the_hook(home_with_ray_token, tmp_path) -> None:
+    """A job's local ``py_modules`` travel through the hook's one request path."""
+    package = tmp_path / "shipped_mod_for_test"
+    package.mkdir()
+    (package / "__init__.py").write_text("ANSWER = 'shipped-42'\n")
+    head = start_local_head(num_cpus=1, timeout=120)
+    try:
+        hook = RayOrchHook(address=head["address"])
+        job_id = hook.submit_job(
+            f'{sys.executable} -c "import shipped_mod_for_test as m; print(m.ANSWER)"',
+            submission_id=f"t-{secrets.token_hex(4)}",
+            runtime_env={"py_modules": [str(package)]},
+        )
+        assert _wait_terminal(hook, job_id) == "SUCCEEDED", hook.get_job_logs(job_id)[-2000:]
+        assert "shipped-42" in hook.get_job_logs(job_id)
+    finally:
+        stop_local_head(head)
