@@ -48,6 +48,11 @@ class Executor:
     once (a ``CompileError`` is raised before any actor starts), starts one
     pool per ``RayModule`` on entry and kills them on exit. ``backend="local"``
     runs the same semantics in this process, without Ray.
+
+    Ray backend options: ``actor_start_timeout_s=600`` (constructor time allowed
+    per actor; waiting for resources does not count), ``actor_start_retries=3``
+    (actors of one pool that may fail to start in a row before ``ExecutionError``),
+    ``actor_start_concurrency=None``, ``wait_for_resources=False``.
     """
 
     def __init__(

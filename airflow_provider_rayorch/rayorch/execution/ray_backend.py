@@ -1,32 +1,28 @@
 """The Ray backend: persistent actor pools fed by the core's FIFO dispatch.
 
-One pool of ``PoolWorker`` actors per ``RayModule``; each actor may hold
-``max_batches_in_flight`` batches so the next batch is already there when one
-ends. Actors start a few at a time (as many as the cluster has CPUs), one per
-pool first: starting them all at once makes every process share the CPUs and
-come up together, late. ``open()`` returns when every pool has one actor; the
-others join the core as they come up, while batches already run.
-Completions are awaited with ``ray.wait`` (no polling). Payloads stay in
-the object store: the driver keeps ``RemoteValue`` references and the small
-per-batch reports. A dead actor is reported to the core as ``WorkerLost`` (its
-Grains run again under a new generation) and replaced; a payload lost with its
-node is recomputed from its recipe (the batch that produced it) before the
-batch that needed it is sent again.
+Each actor may hold ``max_batches_in_flight`` batches so the next batch is
+already there when one ends (``actor_pool`` starts, budgets and replaces the
+actors). Everything the driver waits for (batch replies, actors coming up,
+recomputations, hang probes) goes through one ``ray.wait`` whose timeout is the
+next start or batch deadline: the loop never blocks on ``ray.get`` of anything
+not ready. Payloads stay in the object store: the driver keeps ``RemoteValue``
+references and the facts the workers report (``facts``). A dead actor is
+reported to the core as ``WorkerLost`` (its Grains run again under a new
+generation) and replaced; a batch past ``batch_timeout_s`` counts as raised and
+its actor is killed; a payload lost with its node is recomputed from its recipe
+(``lineage_recovery``) while other batches go on.
 """
 
 from __future__ import annotations
 
-import logging
 import time
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError
+from ray.exceptions import RayActorError
 
-from ..errors import ExecutionError, ResourceUnavailableError
-from ..program.plan import NodeKind, Plan
+from ..errors import ExecutionError
 from ..runtime.events import (
     BatchFinished,
     BatchRaised,
@@ -38,31 +34,25 @@ from ..runtime.events import (
     WorkerAdded,
     WorkerLost,
 )
+from .actor_pool import ActorPools, death_message
+from .actor_start import DEFAULT_ACTOR_START_RETRIES
 from .driving import drive
-from .ray_worker import CONCURRENCY_GROUPS, PoolWorker
-from .remote_values import Box, RayValues, RemoteValue, collect_boxes, materialize
+from .hang_watch import HangWatch
+from .lineage_recovery import LineageRecovery, Recipe, Waiter
+from .protocol import Done, Raised, Rejected, Reply, Task
+from .remote_values import Box, RayValues, RemoteValue, materialize
+from .resources import check_resources
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from ..program.plan import Plan
     from ..runtime.core import Core, Microbatch
 
 __all__ = ["RayBackend"]
 
-log = logging.getLogger(__name__)
-
-#: Ray options a pool sets unless the user gave them.
-_DEFAULT_ACTOR_OPTIONS = {"num_cpus": 0, "max_restarts": 0, "max_task_retries": 0}
-
-
-@dataclass(frozen=True, slots=True)
-class _Recipe:
-    """How to compute a batch's values again: which module, Call and inputs."""
-
-    module: int
-    call: int
-    name: str
-    columns: list[list[Any]]
+#: Times an in-flight batch may find its inputs lost before it counts as raised.
+_MAX_INPUT_LOSSES = 3
 
 
 @dataclass(slots=True)
@@ -86,6 +76,7 @@ class RayBackend:
         actor_start_timeout_s: float = 600.0,
         wait_for_resources: bool = False,
         actor_start_concurrency: int | None = None,
+        actor_start_retries: int = DEFAULT_ACTOR_START_RETRIES,
     ) -> None:
         self.plan = plan
         self.address = address
@@ -97,28 +88,52 @@ class RayBackend:
             raise ValueError(
                 f"actor_start_concurrency must be at least 1, got {actor_start_concurrency}"
             )
-        #: Actors starting at once (default: the cluster's CPUs, at least 2).
-        self.actor_start_concurrency = actor_start_concurrency
+        self.pools = ActorPools(
+            plan,
+            start_timeout_s=actor_start_timeout_s,
+            start_retries=actor_start_retries,
+            concurrency=actor_start_concurrency,
+        )
+        self.recovery = LineageRecovery(self.pools)
+        self.hangs = HangWatch()
         self.values = RayValues(self._fetch_one)
         self._owns_ray = False
-        self._actors: dict[str, Any] = {}
-        self._module_of: dict[str, int] = {}
-        self._all_actors: list[Any] = []
-        self._spawned = 0
-        #: Actors starting at once, resolved by ``open()``.
-        self._concurrency = 2
-        #: Modules whose next actor is yet to be created, in start order.
-        self._to_start: list[int] = []
-        #: ``ready()`` reference -> key of an actor that is starting.
-        self._starting: dict[Any, str] = {}
-        #: Actors that are up, in the order they came up (each run's core gets them).
-        self._up: list[str] = []
-        self._facts = _facts_by_call(plan)
-        self._boxes: weakref.WeakValueDictionary[str, Box] = weakref.WeakValueDictionary()
-        self.losses = 0
-        self.recomputed = 0
+        self._timeouts = [m.options.batch_timeout_s for m in plan.modules]
+        self._epoch = 0
+        #: Hang probe reference -> the worker asked.
+        self._probes: dict[Any, str] = {}
+        #: Microbatches whose outputs wait for a recomputation, and those released.
+        self._held: dict[int, Microbatch] = {}
+        self._released: list[Microbatch] = []
+        self._output_losses: dict[int, int] = {}
         #: Rows of queued batches the workers skipped (a sibling's GroupFailure).
         self.skipped = 0
+        self.timed_out = 0
+
+    # The pools' state, by the names the tests and the chaos benchmark use.
+    @property
+    def _actors(self) -> dict[str, Any]:
+        return self.pools.actors
+
+    @property
+    def _up(self) -> list[str]:
+        return self.pools.up
+
+    @property
+    def _starting(self) -> dict[Any, str]:
+        return self.pools.starting
+
+    @property
+    def _boxes(self) -> Any:
+        return self.recovery.boxes
+
+    @property
+    def losses(self) -> int:
+        return self.pools.losses
+
+    @property
+    def recomputed(self) -> int:
+        return self.recovery.recomputed
 
     # -- lifecycle --------------------------------------------------------------
     def open(self) -> None:
@@ -127,15 +142,11 @@ class RayBackend:
             ray.init(**kwargs)
             self._owns_ray = True
         try:
-            self._check_resources()
-            self._to_start = _start_order([m.options.replicas for m in self.plan.modules])
-            pools = len(set(self._to_start))
-            self._concurrency = self.actor_start_concurrency or max(
-                2, int(ray.cluster_resources().get("CPU", 2))
+            check_resources(
+                self.plan, self.pools.actor_options, wait_for_resources=self.wait_for_resources
             )
-            self._start_more(max(self._concurrency, pools))
             # One actor per pool before any batch: a UDF that cannot start fails here.
-            self._wait_started(self.actor_start_timeout_s, list(self._starting)[:pools])
+            self.pools.wait_started(self.actor_start_timeout_s, self.pools.begin())
         except BaseException:
             self.close()
             raise
@@ -143,75 +154,11 @@ class RayBackend:
     def warm_up(self, timeout_s: float | None = None) -> None:
         """Block until every actor has started (``ResourceUnavailableError`` after
         ``timeout_s``, default ``actor_start_timeout_s``)."""
-        self._wait_started(self.actor_start_timeout_s if timeout_s is None else timeout_s)
-
-    def _wait_started(self, timeout_s: float, refs: list[Any] | None = None) -> None:
-        """Wait until the actors behind ``refs`` (``ready()`` references of starting
-        actors; default: every actor still to start) are up; each joins ``_up``."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            waiting = [r for r in (self._starting if refs is None else refs) if r in self._starting]
-            if not waiting:
-                return
-            left = max(0.0, deadline - time.monotonic())
-            done, _ = ray.wait(waiting, num_returns=1, timeout=left)
-            if not done:
-                names = sorted(
-                    {self.plan.modules[self._module_of[self._starting[r]]].name for r in waiting}
-                )
-                raise ResourceUnavailableError(
-                    f"actors of {', '.join(names)} did not start within {timeout_s:.0f}s; "
-                    "the cluster may lack the resources they ask for (see ray status)"
-                )
-            self._started(None, done)
-
-    def _start_more(self, n: int | None = None) -> None:
-        """Create up to ``n`` more actors from the start order (default: as many as
-        keep ``actor_start_concurrency`` of them starting)."""
-        if n is None:
-            n = self._concurrency - len(self._starting)
-        for _ in range(max(0, n)):
-            if not self._to_start:
-                return
-            key = self._spawn(self._to_start.pop(0))
-            self._starting[self._actors[key].ready.remote()] = key
-
-    def _started(self, core: Core | None, refs: list[Any]) -> list[Any]:
-        """Actors whose ``ready()`` resolved join ``core`` (and every later run's);
-        the next ones start."""
-        commands: list[Any] = []
-        for ref in refs:
-            key = self._starting.pop(ref)
-            try:
-                ray.get(ref)
-            except RayActorError as exc:
-                if exc.actor_init_failed:
-                    name = self.plan.modules[self._module_of[key]].name
-                    raise ExecutionError(
-                        f"module {name!r} failed to start its actor: {_short(exc)}"
-                    ) from exc
-                # Killed or lost with its node while starting: start another.
-                self.losses += 1
-                self._actors.pop(key, None)
-                self._to_start.insert(0, self._module_of[key])
-            else:
-                self._up.append(key)
-                if core is not None:
-                    commands += core.handle(WorkerAdded(key, self._module_of[key]))
-            self._start_more()
-        return commands
+        self.pools.wait_started(self.actor_start_timeout_s if timeout_s is None else timeout_s)
 
     def close(self) -> None:
-        for actor in self._all_actors:
-            try:
-                ray.kill(actor, no_restart=True)
-            except Exception as exc:
-                log.debug("killing actor failed: %s", exc)
-        self._all_actors.clear()
-        self._actors.clear()
-        self._starting.clear()
-        self._up.clear()
-        self._to_start.clear()
+        self.pools.close()
+        self._probes.clear()
         if self._owns_ray:
             self._owns_ray = False
             ray.shutdown()
@@ -222,177 +169,140 @@ class RayBackend:
             "workers_lost": self.losses,
             "batches_recomputed": self.recomputed,
             "rows_skipped": self.skipped,
+            "actor_start_failures": self.pools.budget.total,
+            "batches_timed_out": self.timed_out,
         }
-
-    # -- pools ------------------------------------------------------------------
-    def _actor_options(self, module_id: int) -> dict[str, Any]:
-        module = self.plan.modules[module_id]
-        options = {**_DEFAULT_ACTOR_OPTIONS, **module.options.ray_actor_options}
-        options.setdefault("name", None)
-        if options["name"] is None:
-            del options["name"]
-        if "scheduling_strategy" not in options:
-            options["scheduling_strategy"] = "SPREAD"
-        return options
-
-    def _call_specs(
-        self, module_id: int
-    ) -> dict[int, tuple[str, dict[str, Any], int, tuple[tuple[bool, bool], ...]]]:
-        """What each Call of a module needs on its actors, sent once at creation."""
-        n_outputs = self.plan.modules[module_id].num_outputs
-        return {
-            node.id: (node.name, dict(node.kwargs), n_outputs, self._facts[node.id])
-            for node in self.plan.calls
-            if node.module == module_id
-        }
-
-    def _spawn(self, module_id: int) -> str:
-        module = self.plan.modules[module_id]
-        self._spawned += 1
-        key = f"{module.name}#{self._spawned}"
-        actor = (
-            _remote_worker_class()
-            .options(**self._actor_options(module_id))
-            .remote(
-                module.udf, module.init_args, dict(module.init_kwargs), self._call_specs(module_id)
-            )
-        )
-        self._actors[key] = actor
-        self._module_of[key] = module_id
-        self._all_actors.append(actor)
-        return key
-
-    def _check_resources(self) -> None:
-        """Fail fast when no node could host one actor of a module, or when all pools
-        together ask for more than the whole cluster has (unless ``wait_for_resources``)."""
-        nodes = [n for n in ray.nodes() if n.get("Alive")]
-        totals = [n.get("Resources", {}) for n in nodes]
-        demand: dict[str, float] = {}
-        for module in self.plan.modules:
-            need = self._needs(module.id)
-            for key, value in need.items():
-                demand[key] = demand.get(key, 0.0) + value * module.options.replicas
-            if need and not any(
-                all(res.get(k, 0.0) >= v for k, v in need.items()) for res in totals
-            ):
-                raise ResourceUnavailableError(
-                    f"module {module.name!r} asks for {need} per actor, but no node of the "
-                    f"cluster has that much (nodes: {_describe(totals)}); lower its "
-                    "ray_options or add a node that provides them"
-                )
-        if self.wait_for_resources:
-            return
-        cluster = ray.cluster_resources()
-        short = {
-            k: (v, cluster.get(k, 0.0)) for k, v in demand.items() if v > cluster.get(k, 0.0) + 1e-9
-        }
-        if short:
-            listing = ", ".join(
-                f"{k}: {want:g} wanted, {have:g} in the cluster"
-                for k, (want, have) in sorted(short.items())
-            )
-            per_module = "; ".join(
-                f"{m.name} {m.options.replicas} x {self._needs(m.id)}"
-                for m in self.plan.modules
-                if self._needs(m.id)
-            )
-            raise ResourceUnavailableError(
-                f"the actor pools together need more than the cluster has ({listing}; "
-                f"pools: {per_module}). Lower replicas or per-actor resources, or pass "
-                "wait_for_resources=True to wait for an autoscaling cluster"
-            )
-
-    def _needs(self, module_id: int) -> dict[str, float]:
-        options = self._actor_options(module_id)
-        need: dict[str, float] = {k: float(v) for k, v in (options.get("resources") or {}).items()}
-        for option, key in (("num_cpus", "CPU"), ("num_gpus", "GPU"), ("memory", "memory")):
-            if options.get(option):
-                need[key] = float(options[option])
-        return need
 
     # -- driving ------------------------------------------------------------------
     def drive(self, core: Core) -> Iterator[Microbatch]:
+        self._epoch = self.pools.next_epoch()
         inflight: dict[Any, _InFlight] = {}
-        if self._starting:  # actors that came up since the last run
-            done, _ = ray.wait(list(self._starting), num_returns=len(self._starting), timeout=0)
-            self._started(None, done)
-        workers = [(k, self._module_of[k], None) for k in self._up]
-        yield from drive(
+        if self.pools.starting:  # actors that came up since the last run
+            refs = list(self.pools.starting)
+            done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+            self.pools.came_up(done)
+        workers = [(k, self.pools.module_of[k], None) for k in self.pools.up]
+        for mb in drive(
             core,
             workers,
             submit=lambda command: self._submit(command, inflight),
             advance=lambda: self._collect(core, inflight),
             # An actor still starting counts: its pool may have no other one yet.
-            has_work=lambda: bool(inflight) or bool(self._starting),
-            deliver=self._materialize_outputs,
+            has_work=lambda: bool(
+                inflight or self.pools.starting or self.recovery.busy() or self._probes
+            ),
+            deliver=self._deliver,
             withdraw=self._withdraw,
-        )
+        ):
+            if id(mb) not in self._held:
+                yield mb
+            yield from self._take_released()
+        while self._held:  # outputs still being recomputed: nothing else to do now
+            if not self.recovery.busy():
+                raise ExecutionError("outputs wait for a recomputation that is not running")
+            self._collect(core, inflight)
+            yield from self._take_released()
 
     def _submit(self, command: Dispatch, inflight: dict[Any, _InFlight], attempts: int = 0) -> None:
-        actor = self._actors.get(command.worker)
+        actor = self.pools.actors.get(command.worker)
         if actor is None:  # replaced meanwhile; the core already re-queued its Grains
             return
         # One argument: Ray serializes each argument on its own, at a cost per argument.
-        report, values = actor.run.remote((command.node.id, command.batch, command.columns))
+        task = Task(command.node.id, self._epoch, command.batch, command.columns)
+        report, values = actor.run.remote(task)
         inflight[report] = _InFlight(command.batch, command.worker, values, command, attempts)
+        timeout = self._timeouts[command.node.module]  # type: ignore[index]
+        if timeout is not None:
+            self.hangs.dispatched(command.worker, timeout, time.monotonic())
 
     def _withdraw(self, command: Withdraw) -> None:
-        actor = self._actors.get(command.worker)
+        actor = self.pools.actors.get(command.worker)
         if actor is not None:  # fire and forget: the batch's own report says what ran
-            actor.withdraw.remote(command.batch, list(command.rows))
+            self._withdraw_call(actor, command)
+
+    def _withdraw_call(self, actor: Any, command: Withdraw) -> Any:
+        return actor.withdraw.remote(self._epoch, command.batch, list(command.rows))
 
     def _collect(self, core: Core, inflight: dict[Any, _InFlight]) -> list[Any]:
-        refs = [*inflight, *self._starting]
-        ready, rest = ray.wait(refs, num_returns=1)
-        if rest:
+        refs = [*inflight, *self.pools.starting]
+        if self._probes:
+            refs += self._probes
+        if self.recovery.pending:
+            refs += self.recovery.pending
+        due = min(self.pools.next_due(), self.hangs.next_due())
+        timeout = None if due == float("inf") else max(0.0, due - time.monotonic())
+        ready, rest = ray.wait(refs, num_returns=1, timeout=timeout)
+        if ready and rest:
             more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
             ready += more
         commands: list[Any] = []
-        started = [ref for ref in ready if ref in self._starting]
+        started = [ref for ref in ready if ref in self.pools.starting]
         if started:
-            commands += self._started(core, started)
+            for key in self.pools.came_up(started):
+                commands += core.handle(WorkerAdded(key, self.pools.module_of[key]))
         for ref in ready:
             entry = inflight.pop(ref, None)
-            if entry is None:
-                continue
-            try:
-                report = ray.get(ref)
-            except RayActorError as exc:
-                commands += self._replace(core, entry.worker, inflight, _short(exc))
-                continue
-            event = self._event(entry, report, inflight)
-            if event is not None:
-                commands += core.handle(event)
+            if entry is not None:
+                try:
+                    reply = ray.get(ref)
+                except RayActorError as exc:
+                    commands += self._lost(core, entry.worker, inflight, death_message(exc))
+                    continue
+                event = self._event(entry, reply)
+                if event is not None:
+                    commands += core.handle(event)
+            elif ref in self._probes:
+                commands += self._probed(core, ref, inflight)
+            elif ref in self.recovery.pending:
+                for waiter in self.recovery.answered(ref):
+                    commands += self._resume(core, waiter, inflight)
+        now = time.monotonic()
+        if self.pools.next_due() <= now:
+            self.pools.check_start_clocks()
+        if self.hangs.next_due() <= now:
+            commands += self._look_for_hangs(core, inflight, now)
         return commands
 
-    def _event(
-        self, entry: _InFlight, report: tuple[Any, ...], inflight: dict[Any, _InFlight]
-    ) -> Event | None:
-        kind = report[0]
-        if kind == "ok":
-            return BatchFinished(entry.batch, self._rows(entry, report), report[4])
-        if kind == "raised":
-            return BatchRaised(entry.batch, report[1], report[2], report[3])
-        if kind == "rejected":
-            return BatchRejected(entry.batch, report[1], report[2])
-        # "lost": inputs of this batch vanished with a node; rebuild them, send it again.
-        if entry.attempts >= 3:
-            return BatchRaised(entry.batch, f"inputs lost and not recoverable: {report[1]}")
-        self._recompute(report[1])
-        self._submit(entry.dispatch, inflight, entry.attempts + 1)
+    def _event(self, entry: _InFlight, reply: Reply) -> Event | None:
+        if isinstance(reply, Done):
+            return BatchFinished(entry.batch, self._rows(entry, reply), reply.busy_s)
+        if isinstance(reply, Raised):
+            return BatchRaised(entry.batch, reply.error, reply.busy_s, reply.exception)
+        if isinstance(reply, Rejected):
+            return BatchRejected(entry.batch, reply.reason, reply.busy_s)
+        # InputsLost: inputs of this batch vanished with a node; rebuild them, send it again.
+        lost = list(reply.refs)
+        if entry.attempts >= _MAX_INPUT_LOSSES:
+            return BatchRaised(entry.batch, f"inputs lost and not recoverable: {lost}")
+        waiter = self.recovery.wait_for(entry, lost)
+        if waiter.failed:
+            return BatchRaised(entry.batch, waiter.failed)
         return None
 
-    def _rows(self, entry: _InFlight, report: tuple[Any, ...]) -> list[Any]:
-        _, status, lengths, truths, _busy = report
+    def _resume(self, core: Core, waiter: Waiter, inflight: dict[Any, _InFlight]) -> list[Any]:
+        """A recomputation that ``waiter`` needed ended (or failed)."""
+        what = waiter.what
+        if type(what) is _InFlight:
+            if what.worker not in self.pools.actors:  # its worker died: the core knows
+                return []
+            if waiter.failed:
+                return core.handle(BatchRaised(what.batch, waiter.failed))
+            self._submit(what.dispatch, inflight, what.attempts + 1)
+            return []
+        if waiter.failed:
+            raise ExecutionError(f"outputs of microbatch {what.index} lost: {waiter.failed}")
+        self._deliver(what)
+        if id(what) not in self._held:
+            self._released.append(what)
+        return []
+
+    def _rows(self, entry: _InFlight, reply: Done) -> list[Any]:
         node = entry.dispatch.node
         module = self.plan.modules[node.module]  # type: ignore[index]
         n = len(entry.dispatch.columns[0])
-        box = Box(
-            entry.values,
-            _Recipe(module.id, node.id, node.name, entry.dispatch.columns),
-        )
-        self._boxes[entry.values.hex()] = box
-        k_out = module.num_outputs
+        box = Box(entry.values, Recipe(module.id, node.id, node.name, entry.dispatch.columns))
+        self.recovery.register(box)
+        status, lengths, truths, inner = reply.status, reply.lengths, reply.truths, reply.inner
         rows: list[Any] = []
         for i in range(n):
             if status is not None and status[i] is not None:
@@ -400,174 +310,121 @@ class RayBackend:
                     self.skipped += 1
                 rows.append(status[i])
                 continue
-            if k_out == 1:
+            if module.num_outputs == 1:
                 rows.append(
                     RemoteValue(
                         box,
                         (i,),
                         None if lengths[0] is None else lengths[0][i],
                         None if truths[0] is None else truths[0][i],
+                        None if inner[0] is None else inner[0][i],
                     )
                 )
-            else:
-                rows.append(
-                    tuple(
-                        RemoteValue(
-                            box,
-                            (i, k),
-                            None if lengths[k] is None else lengths[k][i],
-                            None if truths[k] is None else truths[k][i],
-                        )
-                        for k in range(k_out)
+                continue
+            rows.append(
+                tuple(
+                    RemoteValue(
+                        box,
+                        (i, k),
+                        None if lengths[k] is None else lengths[k][i],  # type: ignore[index]
+                        None if truths[k] is None else truths[k][i],  # type: ignore[index]
+                        None if inner[k] is None else inner[k][i],  # type: ignore[index]
                     )
+                    for k in range(module.num_outputs)
                 )
+            )
         return rows
 
-    def _replace(
+    # -- faults -------------------------------------------------------------------
+    def _lost(
         self, core: Core, worker: str, inflight: dict[Any, _InFlight], reason: str
     ) -> list[Any]:
         """A worker died: tell the core, forget its batches, start a replacement."""
-        if worker not in self._actors:
+        if not self._forget(worker, inflight):
             return []
-        self.losses += 1
-        module_id = self._module_of[worker]
-        del self._actors[worker]
-        self._up.remove(worker)
+        return core.handle(WorkerLost(worker, f"actor {worker} died: {reason}"))
+
+    def _forget(self, worker: str, inflight: dict[Any, _InFlight]) -> bool:
+        if not self.pools.lost(worker):
+            return False
         for ref in [r for r, e in inflight.items() if e.worker == worker]:
             del inflight[ref]
-        commands = core.handle(WorkerLost(worker, f"actor {worker} died: {reason}"))
-        if self.losses > 10 * max(1, len(self._module_of)):
-            raise ExecutionError(f"too many actors died ({self.losses}); last: {reason}")
-        key = self._spawn(module_id)
-        self._up.append(key)  # the core may send it batches now: Ray queues them
-        commands += core.handle(WorkerAdded(key, module_id))
+        self.hangs.forget(worker)
+        for ref in [r for r, w in self._probes.items() if w == worker]:
+            del self._probes[ref]
+        return True
+
+    def _look_for_hangs(self, core: Core, inflight: dict[Any, _InFlight], now: float) -> list[Any]:
+        probe, silent = self.hangs.due(now)
+        for worker in probe:
+            actor = self.pools.actors.get(worker)
+            if actor is None:
+                self.hangs.forget(worker)
+                continue
+            self._probes[actor.running.remote()] = worker
+            self.hangs.asked(worker, now)
+        commands: list[Any] = []
+        for worker in silent:  # it does not even answer: its oldest batch hangs
+            batches = [e.batch for e in inflight.values() if e.worker == worker]
+            if batches:
+                timeout = self._timeouts[self.pools.module_of[worker]]
+                commands += self._hung(core, worker, min(batches), timeout or 0.0, inflight)
+            else:
+                self.hangs.forget(worker)
+        return commands
+
+    def _probed(self, core: Core, ref: Any, inflight: dict[Any, _InFlight]) -> list[Any]:
+        worker = self._probes.pop(ref)
+        try:
+            running = ray.get(ref)
+        except RayActorError:
+            return []  # dead: its batch replies say so
+        batches = {e.batch for e in inflight.values() if e.worker == worker}
+        verdict = self.hangs.answered(worker, running, self._epoch, batches, time.monotonic())
+        if verdict.hung is None:
+            return []
+        return self._hung(core, worker, verdict.hung, verdict.elapsed_s, inflight)
+
+    def _hung(
+        self, core: Core, worker: str, batch: int, elapsed_s: float, inflight: dict[Any, _InFlight]
+    ) -> list[Any]:
+        """Batch ``batch`` ran past its timeout: it failed (under its Call's
+        RecoveryPolicy); its actor is killed and replaced, and the batches queued
+        there run again without an infra-retry charge."""
+        timeout = self._timeouts[self.pools.module_of[worker]]
+        self.timed_out += 1
+        cause = f"batch_timeout_s={timeout:g} exceeded"
+        commands = core.handle(BatchRaised(batch, cause, elapsed_s))
+        self.pools.kill(worker)
+        if self._forget(worker, inflight):
+            commands += core.handle(
+                WorkerLost(worker, f"actor {worker} killed: its batch {cause}", charge=False)
+            )
         return commands
 
     # -- payloads -----------------------------------------------------------------
-    def _recompute(self, lost: list[str], depth: int = 0) -> None:
-        """Run again the batches whose values objects were lost (recursively)."""
-        if depth > 8:
-            raise ExecutionError("lineage recomputation went deeper than 8 levels")
-        for hex_id in lost:
-            box = self._boxes.get(hex_id)
-            if box is None or box.recipe is None:
-                continue
-            recipe: _Recipe = box.recipe
-            candidates = [k for k in self._actors if self._module_of[k] == recipe.module]
-            for attempt in range(2 * len(candidates) + 2):
-                live = [k for k in candidates if k in self._actors]
-                if not live:
-                    raise ExecutionError(
-                        f"no live actor of Call {recipe.name!r} to recompute lost values on"
-                    )
-                actor = self._actors[live[attempt % len(live)]]
-                report_ref, values_ref = actor.run.remote((recipe.call, 0, recipe.columns))
-                try:
-                    report = ray.get(report_ref, timeout=600)
-                except (RayActorError, GetTimeoutError):
-                    continue  # that actor is going down with the node: try another
-                if report[0] == "lost":
-                    self._recompute(report[1], depth + 1)
-                    continue
-                self.recomputed += 1
-                del self._boxes[hex_id]
-                box.ref = values_ref
-                self._boxes[values_ref.hex()] = box
-                break
-            else:
-                raise ExecutionError(f"could not recompute lost values of Call {recipe.name!r}")
-
     def _fetch_one(self, value: RemoteValue) -> Any:
         return materialize(value, {id(value.box): ray.get(value.box.ref)})
 
-    def _materialize_outputs(self, mb: Microbatch) -> None:
-        boxes: dict[int, Box] = {}
-        for column in mb.outputs:
-            for value in column:
-                collect_boxes(value, boxes)
-        if not boxes:
+    def _deliver(self, mb: Microbatch) -> None:
+        """Fetch a finished microbatch's outputs; lost ones are recomputed first (the
+        microbatch is held until then, while the run goes on)."""
+        outputs, lost = self.recovery.fetch(mb.outputs)
+        if outputs is not None:
+            mb.outputs = outputs
+            self._held.pop(id(mb), None)
+            self._output_losses.pop(id(mb), None)
             return
-        for _attempt in range(3):
-            try:
-                fetched = dict(zip(boxes, ray.get([b.ref for b in boxes.values()]), strict=True))
-                break
-            except Exception as exc:  # lost with a node: recompute and fetch again
-                lost = [b.ref.hex() for b in boxes.values() if not _available(b.ref)]
-                if not lost:
-                    raise
-                log.warning("outputs of microbatch %s lost (%s); recomputing", mb.index, exc)
-                self._recompute(lost)
-        else:
-            raise ExecutionError(f"outputs of microbatch {mb.index} could not be fetched")
-        mb.outputs = [[materialize(v, fetched) for v in column] for column in mb.outputs]
+        tries = self._output_losses.get(id(mb), 0) + 1
+        waiter = self.recovery.wait_for(mb, lost)
+        if waiter.failed or tries > _MAX_INPUT_LOSSES:
+            raise ExecutionError(
+                f"outputs of microbatch {mb.index} could not be fetched: "
+                f"{waiter.failed or 'lost again after recomputing'}"
+            )
+        self._output_losses[id(mb)] = tries
+        self._held[id(mb)] = mb
 
-
-_REMOTE_CLASS: Any = None
-
-
-def _remote_worker_class() -> Any:
-    global _REMOTE_CLASS
-    if _REMOTE_CLASS is None:
-        _REMOTE_CLASS = ray.remote(concurrency_groups=CONCURRENCY_GROUPS)(PoolWorker)  # type: ignore[call-overload]
-    return _REMOTE_CLASS
-
-
-def _start_order(replicas: list[int]) -> list[int]:
-    """Module ids in the order their actors start: the first actor of every pool
-    (so batches can flow), then the rest interleaved in proportion to pool size."""
-    firsts = [m for m, r in enumerate(replicas) if r > 0]
-    rest = sorted(
-        ((k / r, m) for m, r in enumerate(replicas) for k in range(1, r)),
-    )
-    return firsts + [m for _, m in rest]
-
-
-def _describe(totals: list[dict[str, float]]) -> str:
-    nodes = [
-        "{"
-        + ", ".join(f"{k}: {v:g}" for k, v in sorted(r.items()) if not k.startswith("node:"))
-        + "}"
-        for r in totals
-    ]
-    return ", ".join(nodes) or "no alive node"
-
-
-def _available(ref: Any) -> bool:
-    try:
-        ray.get(ref, timeout=30)
-        return True
-    except Exception:
-        return False
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
-def _facts_by_call(plan: Plan) -> dict[int, tuple[tuple[bool, bool], ...]]:
-    """For each Call output Port: does some expand need its length, some filter its truth?"""
-    need_length: set[int] = set()
-    need_truth: set[int] = set()
-    passthrough: dict[int, list[int]] = {}
-    for node in plan.nodes:
-        if node.kind is NodeKind.EXPAND:
-            need_length.update(node.inputs)
-        elif node.kind is NodeKind.FILTER:
-            need_truth.add(node.inputs[1])
-            passthrough.setdefault(node.inputs[0], []).append(node.outputs[0])
-        elif node.kind is NodeKind.BROADCAST:
-            passthrough.setdefault(node.inputs[0], []).append(node.outputs[0])
-
-    def needs(port: int, wanted: set[int], seen: frozenset[int] = frozenset()) -> bool:
-        if port in wanted:
-            return True
-        return any(
-            needs(p, wanted, seen | {port}) for p in passthrough.get(port, ()) if p not in seen
-        )
-
-    return {
-        node.id: tuple((needs(p, need_length), needs(p, need_truth)) for p in node.outputs)
-        for node in plan.nodes
-        if node.kind is NodeKind.CALL
-    }
+    def _take_released(self) -> Iterator[Microbatch]:
+        while self._released:
+            yield self._released.pop(0)

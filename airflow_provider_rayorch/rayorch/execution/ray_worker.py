@@ -1,42 +1,38 @@
-"""The actor behind every pool: one UDF instance, batches in, reports out.
+"""The actor behind every pool: one UDF instance, tasks in, typed replies out.
 
 ``run`` executes on the actor's default thread, one batch at a time and in the
-order sent. ``withdraw`` has its own thread (the ``control`` concurrency group), so
-the driver can mark rows of a batch still queued here as moot while another batch
-runs; ``run`` skips them when that batch starts.
+order sent. ``withdraw`` and ``running`` have their own thread (the ``control``
+concurrency group): the driver can mark rows of a batch still queued here as
+moot, and ask how long the current batch has been running, while a batch runs.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Mapping, Sequence
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
 import ray
-from ray.exceptions import ObjectLostError, OwnerDiedError
+from ray.exceptions import ObjectLostError, OwnerDiedError, RayError
 
 from ..outcomes import GroupFailure, RecordFailure
 from ..runtime.events import WITHDRAWN
+from .facts import fact_tree, length_fact
+from .protocol import CallSpec, Done, InputsLost, Raised, Rejected, Reply, Running, Task
 from .remote_values import Box, collect_boxes, materialize
+from .withdrawals import Withdrawals
 from .worker import instantiate, run_batch
 
-__all__ = ["PoolWorker", "length_fact"]
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["CONCURRENCY_GROUPS", "PoolWorker", "fetch_inputs", "length_fact"]
 
 _FAILURES = (RecordFailure, GroupFailure, type(WITHDRAWN))
-#: The concurrency groups of the actor: ``withdraw`` must not wait behind ``run``.
+#: The concurrency groups of the actor: control calls must not wait behind ``run``.
 CONCURRENCY_GROUPS = {"control": 1}
 _LOST = (ObjectLostError, OwnerDiedError)
-
-
-def length_fact(value: Any) -> int | str:
-    """The length an expand would split ``value`` into, or, if it is no sequence,
-    its type's name (for the error message)."""
-    if isinstance(value, (str, bytes, bytearray, memoryview, Mapping)):
-        return type(value).__name__
-    if isinstance(value, Sequence) or (hasattr(value, "__len__") and hasattr(value, "shape")):
-        return len(value)
-    return type(value).__name__
 
 
 class PoolWorker:
@@ -47,14 +43,14 @@ class PoolWorker:
         udf: type,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-        calls: dict[int, tuple[str, dict[str, Any], int, tuple[tuple[bool, bool], ...]]],
+        calls: dict[int, CallSpec],
     ) -> None:
         self.instance = instantiate(udf, args, kwargs)
-        #: call id -> (name, static kwargs, outputs, facts): sent once, not per batch.
+        #: call id -> what running it needs: sent once, not per batch.
         self.calls = calls
-        #: batch id -> rows to skip, for batches not started yet.
-        self.withdrawn: dict[int, set[int]] = {}
-        self.last_started = 0
+        self.withdrawals = Withdrawals()
+        #: (epoch, batch, monotonic start) of the batch running now, or None.
+        self.current: tuple[int, int, float] | None = None
 
     def ready(self) -> tuple[int, str]:
         return os.getpid(), ray.get_runtime_context().get_node_id()
@@ -63,72 +59,99 @@ class PoolWorker:
         return os.getpid()
 
     @ray.method(concurrency_group="control")
-    def withdraw(self, batch: int, rows: list[int]) -> None:
-        """Skip ``rows`` of ``batch`` if it has not started (their results are moot)."""
-        if batch > self.last_started:
-            self.withdrawn.setdefault(batch, set()).update(rows)
+    def withdraw(self, epoch: int, batch: int, rows: list[int]) -> bool:
+        """Skip ``rows`` of batch ``(epoch, batch)`` if it has not started (their
+        results are moot); False when it has."""
+        return self.withdrawals.mark((epoch, batch), rows)
+
+    @ray.method(concurrency_group="control")
+    def running(self) -> Running | None:
+        """The batch running now and for how long, or None when idle."""
+        current = self.current
+        if current is None:
+            return None
+        epoch, batch, started = current
+        return Running(epoch, batch, time.monotonic() - started)
 
     @ray.method(num_returns=2)
-    def run(self, task: tuple[int, int, list[list[Any]]]) -> tuple[tuple[Any, ...], Any]:
-        """Run ``task`` = (Call id, batch id, columns); return ``(report, values)``:
-        the report is small, the values stay remote. Withdrawn rows are skipped and
-        reported as ``WITHDRAWN``; a batch with no row left does not call the UDF."""
-        call, batch, columns = task
-        self.last_started = max(self.last_started, batch)
-        skip = self.withdrawn.pop(batch, None)
-        if self.withdrawn:  # marks that arrived after their batch had started
-            for old in [b for b in self.withdrawn if b < batch]:
-                del self.withdrawn[old]
-        if skip:
-            keep = [i for i in range(len(columns[0])) if i not in skip]
-            if not keep:
-                return ("ok", [WITHDRAWN] * len(columns[0]), [], [], 0.0), []
-            report, values = self._run(call, [[c[i] for i in keep] for c in columns])
-            return _spread(report, values, keep, len(columns[0]))
-        return self._run(call, columns)
+    def run(self, task: Task) -> tuple[Reply, Any]:
+        """Run ``task``; return ``(reply, values)``: the reply is small, the values
+        stay remote. Withdrawn rows are skipped and reported as ``WITHDRAWN``; a
+        batch with no row left does not call the UDF."""
+        columns = task.columns
+        skip = self.withdrawals.start(task.key) if task.batch else None
+        self.current = (task.epoch, task.batch, time.monotonic())
+        try:
+            if skip:
+                n = len(columns[0])
+                keep = [i for i in range(n) if i not in skip]
+                if not keep:
+                    return Done([WITHDRAWN] * n, [], [], [], 0.0), []
+                reply, values = self._run(task.call, [[c[i] for i in keep] for c in columns])
+                return _spread(reply, values, keep, n)
+            return self._run(task.call, columns)
+        finally:
+            self.current = None
 
-    def _run(self, call: int, columns: list[list[Any]]) -> tuple[tuple[Any, ...], Any]:
-        name, kwargs, n_outputs, facts = self.calls[call]
+    def _run(self, call: int, columns: list[list[Any]]) -> tuple[Reply, Any]:
+        spec = self.calls[call]
         boxes: dict[int, Box] = {}
         for column in columns:
             for value in column:
                 collect_boxes(value, boxes)
         if boxes:
             try:
-                fetched = dict(zip(boxes, ray.get([b.ref for b in boxes.values()]), strict=True))
-            except _LOST:
-                return ("lost", _lost_refs(boxes.values())), None
+                fetched, lost = fetch_inputs(boxes.items())
+            except RayError as exc:
+                return Raised(f"inputs could not be fetched: {type(exc).__name__}: {exc}"), None
+            if lost:
+                return InputsLost(tuple(lost)), None
             columns = [[materialize(v, fetched) for v in column] for column in columns]
-        outcome = run_batch(self.instance, name, columns, kwargs, n_outputs)
+        outcome = run_batch(self.instance, spec.name, columns, spec.kwargs, spec.n_outputs)
         if outcome.rows is None:
             if outcome.error is not None:
-                return ("raised", outcome.error, outcome.busy_s, _portable(outcome.exception)), None
-            return ("rejected", outcome.rejected, outcome.busy_s), None
+                return Raised(outcome.error, outcome.busy_s, _portable(outcome.exception)), None
+            return Rejected(outcome.rejected or "rejected", outcome.busy_s), None
         rows = outcome.rows
-        status = [r if isinstance(r, _FAILURES) else None for r in rows]
-        if not any(s is not None for s in status):
-            status = None  # type: ignore[assignment]
-        lengths: list[list[int | str] | None] = []
-        truths: list[list[bool] | None] = []
-        for k, (need_length, need_truth) in enumerate(facts):
+        status: list[Any] | None = [r if isinstance(r, _FAILURES) else None for r in rows]
+        if not any(s is not None for s in status):  # type: ignore[union-attr]
+            status = None
+        lengths: list[list[Any] | None] = []
+        truths: list[list[Any] | None] = []
+        inner: list[list[Any] | None] = []
+        for k, needs in enumerate(spec.needs):
             column = (
                 rows
-                if n_outputs == 1
+                if spec.n_outputs == 1
                 else [r[k] if not isinstance(r, _FAILURES) else None for r in rows]
             )
-            lengths.append([length_fact(v) for v in column] if need_length else None)
-            truths.append([bool(v) for v in column] if need_truth else None)
-        return ("ok", status, lengths, truths, outcome.busy_s), rows
+            lengths.append([length_fact(v) for v in column] if needs.lengths else None)
+            truths.append([bool(v) for v in column] if 0 in needs.truths else None)
+            inner.append(None if needs.flat else [fact_tree(v, needs) for v in column])
+        return Done(status, lengths, truths, inner, outcome.busy_s), rows
 
 
-def _spread(
-    report: tuple[Any, ...], rows: Any, keep: list[int], n: int
-) -> tuple[tuple[Any, ...], Any]:
-    """A report and rows for the ``keep`` rows of a batch of ``n``, widened back to
+def fetch_inputs(boxes: Iterable[tuple[int, Box]]) -> tuple[dict[int, Any], list[str]]:
+    """Fetch each box's object once: ``(values by box key, hex ids of lost objects)``.
+
+    Only a lost object (its node or owner died) is reported lost; any other error
+    propagates. Objects are fetched one at a time so that a lost one does not make
+    the healthy ones be fetched again."""
+    fetched: dict[int, Any] = {}
+    lost: list[str] = []
+    for key, box in boxes:
+        try:
+            fetched[key] = ray.get(box.ref)
+        except _LOST:
+            lost.append(box.ref.hex())
+    return fetched, lost
+
+
+def _spread(reply: Reply, rows: Any, keep: list[int], n: int) -> tuple[Reply, Any]:
+    """A reply and rows for the ``keep`` rows of a batch of ``n``, widened back to
     ``n`` with the skipped rows as ``WITHDRAWN``."""
-    if report[0] != "ok":
-        return report, rows
-    _, status, lengths, truths, busy = report
+    if type(reply) is not Done:
+        return reply, rows
 
     def widen(column: list[Any] | None, fill: Any) -> list[Any] | None:
         if column is None:
@@ -138,15 +161,14 @@ def _spread(
             out[i] = column[j]
         return out
 
-    full_status = widen(status if status is not None else [None] * len(keep), WITHDRAWN)
-    full_rows = widen(rows, WITHDRAWN)
-    return (
-        "ok",
-        full_status,
-        [widen(c, "withdrawn") for c in lengths],
-        [widen(c, False) for c in truths],
-        busy,
-    ), full_rows
+    status = reply.status if reply.status is not None else [None] * len(keep)
+    return Done(
+        widen(status, WITHDRAWN),
+        [widen(c, "withdrawn") for c in reply.lengths],
+        [widen(c, False) for c in reply.truths],
+        [widen(c, None) for c in reply.inner],
+        reply.busy_s,
+    ), widen(rows, WITHDRAWN)
 
 
 def _portable(exc: BaseException | None) -> BaseException | None:
@@ -156,15 +178,3 @@ def _portable(exc: BaseException | None) -> BaseException | None:
     except Exception:
         return None
     return exc
-
-
-def _lost_refs(boxes: Any) -> list[str]:
-    lost = []
-    for box in boxes:
-        try:
-            ray.get(box.ref, timeout=30)
-        except _LOST:
-            lost.append(box.ref.hex())
-        except Exception:
-            lost.append(box.ref.hex())
-    return lost

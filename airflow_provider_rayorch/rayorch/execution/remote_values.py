@@ -34,7 +34,7 @@ class Box:
 class RemoteValue:
     """Row ``path`` of the object in ``box`` (a path of indices into nested lists)."""
 
-    __slots__ = ("box", "length", "path", "truth")
+    __slots__ = ("box", "inner", "length", "path", "truth")
 
     def __init__(
         self,
@@ -42,6 +42,7 @@ class RemoteValue:
         path: tuple[int, ...],
         length: int | str | None = None,
         truth: bool | None = None,
+        inner: list[Any] | None = None,
     ) -> None:
         self.box = box
         self.path = path
@@ -49,6 +50,8 @@ class RemoteValue:
         #: when unknown.
         self.length = length
         self.truth = truth
+        #: Facts of the elements, ``[length, truth, inner]`` each (see ``facts``).
+        self.inner = inner
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Workers need the box and path only; a plain tuple pickles fastest.
@@ -102,7 +105,8 @@ class RayValues(ValueOps):
     """Structural decisions on remote values, from facts reported by the workers."""
 
     def __init__(self, fetch: Any) -> None:
-        #: fetch(value) -> the concrete value (a slow path for facts nobody reported).
+        #: fetch(value) -> the concrete value: a slow path for facts no node of the
+        #: plan asked for (``facts.needs_by_call`` asks for every one it reads).
         self._fetch = fetch
 
     def split(self, value: Any) -> list[Any] | None:
@@ -112,8 +116,10 @@ class RayValues(ValueOps):
                 return super().split(self._fetch(value))
             if type(value.length) is str:  # not a sequence: its type's name
                 return None
-            box, path = value.box, value.path
-            return [RemoteValue(box, (*path, j)) for j in range(value.length)]
+            box, path, inner = value.box, value.path, value.inner
+            if inner is None:
+                return [RemoteValue(box, (*path, j)) for j in range(value.length)]
+            return [RemoteValue(box, (*path, j), *inner[j]) for j in range(value.length)]
         if kind is Gathered:
             return list(value.items)
         return super().split(value)

@@ -153,7 +153,7 @@ def test_rows_queued_at_an_actor_are_skipped_after_a_sibling_group_failure(
 
     def withdraw_then_open(self: Any, command: Any) -> None:
         actor = self._actors[command.worker]
-        ray.get(actor.withdraw.remote(command.batch, list(command.rows)))
+        ray.get(self._withdraw_call(actor, command))
         withdrawn.append(command.batch)
         if len(withdrawn) == 2:  # batches 2 and 3: the actor knows both now
             ray.get(gate.open.remote())

@@ -238,3 +238,79 @@ class Gated(ro.Pipeline):
 
     def forward(self, doc: Any) -> Any:
         return ro.F.reduce(self.page(ro.F.expand(doc, domain="page")))
+
+
+class ExitOnInit:
+    """Its constructor kills its own process, like a model load that segfaults."""
+
+    def __init__(self) -> None:
+        os._exit(1)
+
+    def run(self, items: list[Any]) -> list[Any]:
+        return items
+
+
+class RaiseOnInit:
+    """Its constructor raises: a configuration error, not an infrastructure fault."""
+
+    def __init__(self) -> None:
+        raise RuntimeError("model weights not found")
+
+    def run(self, items: list[Any]) -> list[Any]:
+        return items
+
+
+class StuckOnInit:
+    """Its constructor never returns (a model load that deadlocks)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        threading.Event().wait()
+
+    def run(self, items: list[Any]) -> list[Any]:
+        return items
+
+
+class OneModule(ro.Pipeline):
+    """One Call of ``udf`` named ``model`` (extra ``ray_options`` pass through)."""
+
+    def __init__(self, udf: type, **options: Any) -> None:
+        self.model = ro.RayModule(udf).ray_options(**options)
+
+    def forward(self, x: Any) -> Any:
+        return self.model(x)
+
+
+class HangOn:
+    """Rows equal to ``"hang"`` block forever (a deadlocked decoder); others upper-case."""
+
+    def run(self, items: list[str]) -> list[str]:
+        import threading
+
+        if "hang" in items:
+            threading.Event().wait()
+        return [i.upper() for i in items]
+
+
+class Nest:
+    """n -> n lists of words, and a keep flag per list (lists of odd index are dropped)."""
+
+    def run(self, docs: list[int]) -> tuple[list[Any], list[Any]]:
+        lists = [[[f"w{d}.{j}.{k}" for k in range(j + 1)] for j in range(d)] for d in docs]
+        flags = [[j % 2 == 0 for j in range(d)] for d in docs]
+        return lists, flags
+
+
+class Nested(ro.Pipeline):
+    """expand_aligned + filter on remote flags, then a nested expand of remote lists."""
+
+    def __init__(self) -> None:
+        self.nest = ro.RayModule(Nest).returns(2).ray_options(batch_size=2)
+        self.leaf = ro.RayModule(Identity).ray_options(batch_size=3)
+
+    def forward(self, doc: Any) -> Any:
+        lists, flags = self.nest(doc)
+        line, keep = ro.F.expand_aligned(lists, flags, domain="line")
+        words = ro.F.expand(ro.F.filter(line, keep), domain="word")
+        return ro.F.reduce(ro.F.reduce(self.leaf(words)))

@@ -1,0 +1,314 @@
+"""The actor pools of a Ray run: start order, start budget, replacement, run epochs.
+
+One pool of ``PoolWorker`` actors per ``RayModule``. Actors start a few at a
+time (as many as the cluster has CPUs), one per pool first: starting them all at
+once makes every process share the CPUs and come up together, late. An actor
+joins runs once its ``ready()`` answers. One that dies before (its constructor
+killed the process, its node went away) or whose constructor runs longer than
+``actor_start_timeout_s`` is replaced, up to ``actor_start_retries`` in a row per
+pool; then the run fails with ``ExecutionError``. An actor killed from outside
+(``ray.kill``) or lost with its node while starting is replaced without counting:
+that says nothing about its constructor. A constructor that raises fails at
+once: starting it again would raise again.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+import ray
+from ray.exceptions import RayActorError
+
+from ..errors import ExecutionError, ResourceUnavailableError
+from .actor_start import DEFAULT_ACTOR_START_RETRIES, StartBudget, StartClock, start_order
+from .facts import needs_by_call
+from .protocol import CallSpec
+from .ray_worker import CONCURRENCY_GROUPS, PoolWorker
+
+if TYPE_CHECKING:
+    from ..program.plan import Plan
+
+__all__ = ["ActorPools", "death_message"]
+
+log = logging.getLogger(__name__)
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: Ray options a pool sets unless the user gave them.
+_DEFAULT_ACTOR_OPTIONS = {"num_cpus": 0, "max_restarts": 0, "max_task_retries": 0}
+
+
+class ActorPools:
+    """Every actor of a plan's pools, from creation to ``close()``."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        start_timeout_s: float,
+        start_retries: int = DEFAULT_ACTOR_START_RETRIES,
+        concurrency: int | None = None,
+    ) -> None:
+        self.plan = plan
+        self.start_timeout_s = start_timeout_s
+        self.budget = StartBudget(start_retries)
+        #: Actors starting at once (None: the cluster's CPUs, at least 2).
+        self.concurrency_option = concurrency
+        self.concurrency = 2
+        #: key -> actor handle, for every actor started and not dead.
+        self.actors: dict[str, Any] = {}
+        self.module_of: dict[str, int] = {}
+        #: Actors that are up, in the order they came up (each run's core gets them).
+        self.up: list[str] = []
+        #: ``ready()`` reference -> key of an actor that is starting.
+        self.starting: dict[Any, str] = {}
+        self._clocks: dict[str, StartClock] = {}
+        #: Modules whose next actor is yet to be created, in start order.
+        self._to_start: list[int] = []
+        self._all: list[Any] = []
+        self._spawned = 0
+        #: One per run: batch ids restart every run, ``(epoch, batch)`` does not.
+        self.epoch = 0
+        self.losses = 0
+        n_outputs = {m.id: m.num_outputs for m in plan.modules}
+        needs = needs_by_call(plan)
+        self._specs: dict[int, dict[int, CallSpec]] = {m.id: {} for m in plan.modules}
+        for node in plan.calls:
+            assert node.module is not None
+            self._specs[node.module][node.id] = CallSpec(
+                node.name, dict(node.kwargs), n_outputs[node.module], needs[node.id]
+            )
+
+    # -- starting ----------------------------------------------------------------
+    def begin(self) -> list[Any]:
+        """Start the first actors; return the ``ready()`` references of one per pool."""
+        self._to_start = start_order([m.options.replicas for m in self.plan.modules])
+        pools = len(set(self._to_start))
+        self.concurrency = self.concurrency_option or max(
+            2, int(ray.cluster_resources().get("CPU", 2))
+        )
+        self.start_more(max(self.concurrency, pools))
+        return list(self.starting)[:pools]
+
+    def start_more(self, n: int | None = None) -> None:
+        """Create up to ``n`` more actors from the start order (default: as many as
+        keep ``concurrency`` of them starting)."""
+        if n is None:
+            n = self.concurrency - len(self.starting)
+        for _ in range(max(0, n)):
+            if not self._to_start:
+                return
+            key = self._spawn(self._to_start.pop(0))
+            self.starting[self.actors[key].ready.remote()] = key
+
+    def wait_started(self, timeout_s: float, refs: list[Any] | None = None) -> None:
+        """Wait until the actors behind ``refs`` (default: every actor still to
+        start) are up (``ResourceUnavailableError`` after ``timeout_s``)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            waiting = [r for r in (self.starting if refs is None else refs) if r in self.starting]
+            if not waiting and (refs is not None or not self._to_start):
+                return
+            now = time.monotonic()
+            if now >= deadline:
+                names = sorted({self.name_of(self.starting[r]) for r in waiting})
+                raise ResourceUnavailableError(
+                    f"actors of {', '.join(names)} did not start within {timeout_s:.0f}s; "
+                    "the cluster may lack the resources they ask for (see ray status)"
+                )
+            wait_s = max(0.0, min(deadline, self.next_due()) - now)
+            done, _ = ray.wait(waiting or list(self.starting), num_returns=1, timeout=wait_s)
+            self.came_up(done)
+            self.check_start_clocks()
+
+    def came_up(self, refs: list[Any]) -> list[str]:
+        """Handle ``ready()`` references that resolved: the actors that are now up."""
+        up: list[str] = []
+        for ref in refs:
+            key = self.starting.pop(ref, None)
+            if key is None:
+                continue
+            self._clocks.pop(key, None)
+            try:
+                ray.get(ref)
+            except RayActorError as exc:
+                if exc.actor_init_failed:
+                    raise ExecutionError(
+                        f"module {self.name_of(key)!r} failed to start its actor: "
+                        f"{death_message(exc, traceback=True)}"
+                    ) from exc
+                if _killed_from_outside(self.actors[key]):
+                    # ray.kill or its node went away: no sign its constructor is at fault.
+                    self.actors.pop(key, None)
+                    self.losses += 1
+                    self._to_start.insert(0, self.module_of[key])
+                else:
+                    self._start_failed(key, "died while starting", death_message(exc))
+            else:
+                self.up.append(key)
+                self.budget.came_up(self.module_of[key])
+                up.append(key)
+        self.start_more()
+        return up
+
+    def check_start_clocks(self) -> None:
+        """Replace starting actors whose constructor has run past the start timeout."""
+        now = time.monotonic()
+        for ref, key in list(self.starting.items()):
+            clock = self._clocks.get(key)
+            if clock is None or clock.due > now:
+                continue
+            if clock.observe(now, constructing=_constructing(self.actors[key])):
+                del self.starting[ref]
+                del self._clocks[key]
+                self.kill(key)
+                self._start_failed(
+                    key,
+                    f"did not start within {self.start_timeout_s:g}s",
+                    "its constructor was still running (time waiting for resources does not count)",
+                )
+        self.start_more()
+
+    def next_due(self) -> float:
+        """When ``check_start_clocks`` should run next (``inf``: nothing to watch)."""
+        return min((c.due for c in self._clocks.values()), default=float("inf"))
+
+    def _start_failed(self, key: str, what: str, detail: str) -> None:
+        """Actor ``key`` failed to start (``what``, with Ray's ``detail``): replace
+        it, or raise once the pool's start budget is spent."""
+        module = self.module_of[key]
+        self.actors.pop(key, None)
+        self.losses += 1
+        if self.budget.failed(module):
+            log.warning("actor %s %s (%s); starting another", key, what, detail)
+            self._to_start.insert(0, module)
+            return
+        count = self.budget.in_a_row(module)
+        raise ExecutionError(
+            f"{count} actor{'s' if count != 1 else ''} of module {self.name_of(key)!r} "
+            f"{what}, one after another (actor_start_retries={self.budget.retries}); "
+            f"the last: {detail}. Check what its constructor does "
+            "(pre_init arguments, model files, memory: an OOM kill or a crash ends the "
+            "process), the resources it asks for, and the actor's log (logs/worker-*.err "
+            "in the Ray session directory); raise actor_start_retries= or "
+            "actor_start_timeout_s= on ro.run/Executor if starting is just slow or flaky"
+        )
+
+    # -- replacing -----------------------------------------------------------------
+    def lost(self, key: str) -> bool:
+        """An actor that was up died (or was killed): forget it and start another.
+        False when it was already forgotten."""
+        if self.actors.pop(key, None) is None:
+            return False
+        self.losses += 1
+        if key in self.up:
+            self.up.remove(key)
+        self._to_start.insert(0, self.module_of[key])
+        self.start_more()
+        return True
+
+    def kill(self, key: str) -> None:
+        actor = self.actors.get(key)
+        if actor is not None:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception as exc:
+                log.debug("killing actor %s failed: %s", key, exc)
+
+    def next_epoch(self) -> int:
+        self.epoch += 1
+        return self.epoch
+
+    def close(self) -> None:
+        for actor in self._all:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception as exc:
+                log.debug("killing actor failed: %s", exc)
+        self._all.clear()
+        self.actors.clear()
+        self.starting.clear()
+        self._clocks.clear()
+        self.up.clear()
+        self._to_start.clear()
+
+    # -- helpers ---------------------------------------------------------------------
+    def name_of(self, key: str) -> str:
+        return self.plan.modules[self.module_of[key]].name
+
+    def actor_options(self, module_id: int) -> dict[str, Any]:
+        module = self.plan.modules[module_id]
+        options = {**_DEFAULT_ACTOR_OPTIONS, **module.options.ray_actor_options}
+        options.setdefault("name", None)
+        if options["name"] is None:
+            del options["name"]
+        if "scheduling_strategy" not in options:
+            options["scheduling_strategy"] = "SPREAD"
+        return options
+
+    def _spawn(self, module_id: int) -> str:
+        module = self.plan.modules[module_id]
+        self._spawned += 1
+        key = f"{module.name}#{self._spawned}"
+        actor = (
+            _remote_worker_class()
+            .options(**self.actor_options(module_id))
+            .remote(module.udf, module.init_args, dict(module.init_kwargs), self._specs[module_id])
+        )
+        self.actors[key] = actor
+        self.module_of[key] = module_id
+        self._all.append(actor)
+        self._clocks[key] = StartClock(self.start_timeout_s, time.monotonic())
+        return key
+
+
+def death_message(exc: BaseException, *, traceback: bool = False) -> str:
+    """Ray's account of an actor's death on one line; of a ``traceback``, its first
+    line and the exception at its end."""
+    lines = [line.strip() for line in _ANSI.sub("", str(exc)).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    text = f"{lines[0]} ... {lines[-1]}" if traceback and len(lines) > 1 else " ".join(lines)
+    return text if len(text) <= 600 else text[:600] + "..."
+
+
+def _constructing(actor: Any) -> bool:
+    """Whether the actor's process exists (its constructor runs), as opposed to the
+    actor waiting for resources or a node. Read from the GCS actor table, which
+    needs no dashboard; asked only for actors past their start deadline."""
+    try:
+        info = ray._private.state.actors(actor_id=actor._actor_id.hex())
+    except Exception as exc:  # unreadable: count the time, as if it were constructing
+        log.debug("actor table unreadable: %s", exc)
+        return True
+    return bool(info) and info.get("State") == "PENDING_CREATION" and bool(info.get("Pid"))
+
+
+#: Death reasons (of Ray's actor table) that do not count against the start budget.
+_OUTSIDE_CAUSES = frozenset({"RAY_KILL", "NODE_DIED"})
+
+
+def _killed_from_outside(actor: Any) -> bool:
+    """Whether a dead actor was killed (``ray.kill``) or lost with its node, rather
+    than dying of its own process (a crash, an exit, an OOM kill)."""
+    try:
+        from ray.core.generated.common_pb2 import ActorDiedErrorContext  # type: ignore[attr-defined]
+
+        info = ray._private.state.actors(actor_id=actor._actor_id.hex())
+        reason = info["DeathCause"].actor_died_error_context.reason
+        return ActorDiedErrorContext.Reason.Name(reason) in _OUTSIDE_CAUSES
+    except Exception as exc:  # unknown: count it
+        log.debug("death cause unreadable: %s", exc)
+        return False
+
+
+_REMOTE_CLASS: Any = None
+
+
+def _remote_worker_class() -> Any:
+    global _REMOTE_CLASS
+    if _REMOTE_CLASS is None:
+        _REMOTE_CLASS = ray.remote(concurrency_groups=CONCURRENCY_GROUPS)(PoolWorker)  # type: ignore[call-overload]
+    return _REMOTE_CLASS

@@ -1,0 +1,77 @@
+"""Fail fast on resources a cluster can never give the actor pools."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import ray
+
+from ..errors import ResourceUnavailableError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..program.plan import Plan
+
+__all__ = ["check_resources", "needs"]
+
+
+def needs(options: dict[str, Any]) -> dict[str, float]:
+    """The resources one actor with these Ray options asks for."""
+    need: dict[str, float] = {k: float(v) for k, v in (options.get("resources") or {}).items()}
+    for option, key in (("num_cpus", "CPU"), ("num_gpus", "GPU"), ("memory", "memory")):
+        if options.get(option):
+            need[key] = float(options[option])
+    return need
+
+
+def check_resources(
+    plan: Plan, actor_options: Callable[[int], dict[str, Any]], *, wait_for_resources: bool
+) -> None:
+    """Raise when no node could host one actor of a module, or when all pools
+    together ask for more than the whole cluster has (unless ``wait_for_resources``)."""
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    totals = [n.get("Resources", {}) for n in nodes]
+    demand: dict[str, float] = {}
+    per_actor = {m.id: needs(actor_options(m.id)) for m in plan.modules}
+    for module in plan.modules:
+        need = per_actor[module.id]
+        for key, value in need.items():
+            demand[key] = demand.get(key, 0.0) + value * module.options.replicas
+        if need and not any(all(res.get(k, 0.0) >= v for k, v in need.items()) for res in totals):
+            raise ResourceUnavailableError(
+                f"module {module.name!r} asks for {need} per actor, but no node of the "
+                f"cluster has that much (nodes: {_describe(totals)}); lower its "
+                "ray_options or add a node that provides them"
+            )
+    if wait_for_resources:
+        return
+    cluster = ray.cluster_resources()
+    short = {
+        k: (v, cluster.get(k, 0.0)) for k, v in demand.items() if v > cluster.get(k, 0.0) + 1e-9
+    }
+    if short:
+        listing = ", ".join(
+            f"{k}: {want:g} wanted, {have:g} in the cluster"
+            for k, (want, have) in sorted(short.items())
+        )
+        pools = "; ".join(
+            f"{m.name} {m.options.replicas} x {per_actor[m.id]}"
+            for m in plan.modules
+            if per_actor[m.id]
+        )
+        raise ResourceUnavailableError(
+            f"the actor pools together need more than the cluster has ({listing}; "
+            f"pools: {pools}). Lower replicas or per-actor resources, or pass "
+            "wait_for_resources=True to wait for an autoscaling cluster"
+        )
+
+
+def _describe(totals: list[dict[str, float]]) -> str:
+    nodes = [
+        "{"
+        + ", ".join(f"{k}: {v:g}" for k, v in sorted(r.items()) if not k.startswith("node:"))
+        + "}"
+        for r in totals
+    ]
+    return ", ".join(nodes) or "no alive node"
