@@ -7,6 +7,7 @@ such a HOME (and no ``RAY_AUTH_*`` variable), as on any user's machine.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -69,8 +70,17 @@ def test_loopback_head_submits_when_home_holds_a_ray_token(
     if conn_password is not None:
         conn = {"conn_type": "rayorch", "host": "http://127.0.0.1:1", "password": conn_password}
         monkeypatch.setenv("AIRFLOW_CONN_RAYORCH_DEFAULT", json.dumps(conn))
+    from structlog.testing import capture_logs
+
+    from airflow_provider_rayorch.operators.local_head import (
+        RayLocalHeadStartOperator,
+        RayLocalHeadStopOperator,
+    )
+
     caplog.set_level("DEBUG")
-    head = start_local_head(num_cpus=1, timeout=120)
+    captured = contextlib.ExitStack()
+    logs = captured.enter_context(capture_logs())  # every task/hook log line of this test
+    head = RayLocalHeadStartOperator(task_id="ray_head", num_cpus=1).execute({})  # its XCom
     try:
         hook = RayOrchHook(address=head["address"])
         assert hook.is_local_head
@@ -88,11 +98,14 @@ def test_loopback_head_submits_when_home_holds_a_ray_token(
         head_token = Path(token_path).read_text().strip()
         assert head_token not in info
         assert machine_token not in info
-        assert head_token not in caplog.text
         # The machine's own token file is left as it was.
         assert (home / ".ray" / "auth_token").read_text() == machine_token
     finally:
-        stop_local_head(head)
+        RayLocalHeadStopOperator(task_id="stop_ray_head", head=head).execute({})
+        captured.close()
+    assert any("Ray head up at" in str(e.get("event")) for e in logs)
+    assert head_token not in caplog.text
+    assert head_token not in json.dumps([dict(e) for e in logs], default=str)
     assert RayOrchHook(address=head["address"]).is_local_head is False
 
 
