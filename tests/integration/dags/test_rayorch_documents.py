@@ -42,6 +42,7 @@ def test_documents_dag_prepares_the_sample_pdfs(run_example) -> None:
     # the multi-page PDF: every page's words, in page order
     report = docs["annual-report.pdf"]
     pages = SAMPLE_DOCUMENTS["annual-report.pdf"]
+    assert pages is not None
     assert report["pages"] == len(pages) == 3
     assert [squash(p["text"]) for p in report["page_texts"]] == [
         squash("".join(lines)) for lines in pages
