@@ -109,7 +109,8 @@ def start_local_head(
     written to the head's token file."""
     dashboard_port, gcs_port = _free_port(), _free_port()
     temp_dir = tempfile.mkdtemp(prefix="rayh", dir=temp_root or "/tmp")  # mode 0700
-    token_path = _write_token(temp_dir, token)
+    # a caller's RAY_AUTH_TOKEN in ``env`` becomes the file's token (the variable would win)
+    token_path = _write_token(temp_dir, token or dict(env or {}).get("RAY_AUTH_TOKEN"))
     cmd = [
         _ray_executable(),
         "start",
