@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..program.options import Batching
 from ..program.plan import Node, NodeKind, Plan
+from .value_needs import PortNeeds, port_needs
 
 if TYPE_CHECKING:
     from ..program.options import RecoveryPolicy
@@ -45,6 +46,8 @@ class LoweredCall:
     batch_size: int
     recovery: RecoveryPolicy
     single_parent: bool
+    #: Per output Port: what the core will need to know about its values.
+    needs: tuple[PortNeeds, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +110,11 @@ class LoweredPlan:
     source_slots: tuple[int, ...]
     output_slots: tuple[int, ...]
 
+    def needs_by_call(self) -> dict[int, tuple[PortNeeds, ...]]:
+        """Call node id -> the facts each output Port's values must come back with
+        (what a backend whose values stay remote has its workers report)."""
+        return {call.node.id: call.needs for call in self.calls}
+
 
 # -- one builder per node kind --------------------------------------------------------
 def _slots(plan: Plan, ports: tuple[int, ...]) -> tuple[int, ...]:
@@ -127,6 +135,7 @@ def _lower_call(plan: Plan, node: Node) -> LoweredCall:
         batch_size=options.batch_size,
         recovery=options.recovery,
         single_parent=options.batching is Batching.SINGLE_PARENT,
+        needs=tuple(port_needs(plan, p) for p in node.outputs),
     )
 
 
