@@ -40,6 +40,8 @@ def ray_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     os.environ["RAY_AUTH_MODE"] = "disabled"
     os.environ["HOME"] = str(tmp_path_factory.mktemp("ray-home"))
     ray.init(
+        # Always a Ray of its own: never join another Ray running on a shared machine.
+        address="local",
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,

@@ -173,7 +173,9 @@ class ActorPools:
 
     def next_due(self) -> float:
         """When ``check_start_clocks`` should run next (``inf``: nothing to watch)."""
-        return min((c.due for c in self._clocks.values()), default=float("inf"))
+        if not self._clocks:
+            return float("inf")
+        return min(c.due for c in self._clocks.values())
 
     def _start_failed(self, key: str, what: str, detail: str) -> None:
         """Actor ``key`` failed to start (``what``, with Ray's ``detail``): replace

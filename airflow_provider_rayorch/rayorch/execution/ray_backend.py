@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RayBackend"]
 
+_NEVER = float("inf")
 #: Times an in-flight batch may find its inputs lost before it counts as raised.
 _MAX_INPUT_LOSSES = 3
 
@@ -230,7 +231,7 @@ class RayBackend:
         if self.recovery.pending:
             refs += self.recovery.pending
         due = min(self.pools.next_due(), self.hangs.next_due())
-        timeout = None if due == float("inf") else max(0.0, due - time.monotonic())
+        timeout = None if due == _NEVER else max(0.0, due - time.monotonic())
         ready, rest = ray.wait(refs, num_returns=1, timeout=timeout)
         if ready and rest:
             more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
@@ -256,11 +257,12 @@ class RayBackend:
             elif ref in self.recovery.pending:
                 for waiter in self.recovery.answered(ref):
                     commands += self._resume(core, waiter, inflight)
-        now = time.monotonic()
-        if self.pools.next_due() <= now:
-            self.pools.check_start_clocks()
-        if self.hangs.next_due() <= now:
-            commands += self._look_for_hangs(core, inflight, now)
+        if due != _NEVER:
+            now = time.monotonic()
+            if self.pools.next_due() <= now:
+                self.pools.check_start_clocks()
+            if self.hangs.next_due() <= now:
+                commands += self._look_for_hangs(core, inflight, now)
         return commands
 
     def _event(self, entry: _InFlight, reply: Reply) -> Event | None:

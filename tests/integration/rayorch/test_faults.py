@@ -258,3 +258,39 @@ def test_lost_payloads_are_recomputed_without_blocking_the_loop(
     assert result.metrics["batches_recomputed"] >= 1
     assert result.outputs == ro.run(Twice(), docs, backend="local").outputs
     assert blocking_gets.unready == []
+
+
+@pytest.mark.timeout(120)
+def test_lost_outputs_are_recomputed_before_their_microbatch_is_delivered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A microbatch's output object is lost just before the driver fetches it: the
+    batch that made it runs again and the microbatch is delivered with its outputs."""
+    from airflow_provider_rayorch.rayorch.execution.remote_values import collect_boxes
+
+    from .udfs import Owner, Twice
+
+    owner = ray.remote(Owner).remote()
+    [dead_ref] = ray.get(owner.make.remote())
+    ray.kill(owner, no_restart=True)
+    original = RayBackend._deliver
+    sabotaged: list[int] = []
+
+    def deliver(self: Any, mb: Any) -> None:
+        if not sabotaged:
+            boxes: dict[int, Any] = {}
+            for column in mb.outputs:
+                for value in column:
+                    collect_boxes(value, boxes)
+            box = next(iter(boxes.values()))
+            box.ref = dead_ref
+            self._boxes[dead_ref.hex()] = box
+            sabotaged.append(mb.index)
+        original(self, mb)
+
+    monkeypatch.setattr(RayBackend, "_deliver", deliver)
+    docs = [3, 4, 5, 6, 8, 9]
+    result = ro.run(Twice(), docs, backend="ray", input_batch_size=2)
+    assert sabotaged
+    assert result.metrics["batches_recomputed"] >= 1
+    assert result.outputs == ro.run(Twice(), docs, backend="local").outputs
