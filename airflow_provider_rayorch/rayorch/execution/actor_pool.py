@@ -108,8 +108,9 @@ class ActorPools:
         start) are up (``ResourceUnavailableError`` after ``timeout_s``)."""
         deadline = time.monotonic() + timeout_s
         while True:
+            self.start_more()
             waiting = [r for r in (self.starting if refs is None else refs) if r in self.starting]
-            if not waiting and (refs is not None or not self._to_start):
+            if not waiting:
                 return
             now = time.monotonic()
             if now >= deadline:
@@ -119,7 +120,7 @@ class ActorPools:
                     "the cluster may lack the resources they ask for (see ray status)"
                 )
             wait_s = max(0.0, min(deadline, self.next_due()) - now)
-            done, _ = ray.wait(waiting or list(self.starting), num_returns=1, timeout=wait_s)
+            done, _ = ray.wait(waiting, num_returns=1, timeout=wait_s)
             self.came_up(done)
             self.check_start_clocks()
 

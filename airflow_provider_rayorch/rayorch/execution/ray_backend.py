@@ -189,9 +189,7 @@ class RayBackend:
             submit=lambda command: self._submit(command, inflight),
             advance=lambda: self._collect(core, inflight),
             # An actor still starting counts: its pool may have no other one yet.
-            has_work=lambda: bool(
-                inflight or self.pools.starting or self.recovery.busy() or self._probes
-            ),
+            has_work=lambda: bool(inflight or self.pools.starting or self.recovery.busy()),
             deliver=self._deliver,
             withdraw=self._withdraw,
         ):
@@ -371,8 +369,10 @@ class RayBackend:
             if batches:
                 timeout = self._timeouts[self.pools.module_of[worker]]
                 commands += self._hung(core, worker, min(batches), timeout or 0.0, inflight)
-            else:
+            else:  # nothing of this run left on it: stop asking
                 self.hangs.forget(worker)
+                for ref in [r for r, w in self._probes.items() if w == worker]:
+                    del self._probes[ref]
         return commands
 
     def _probed(self, core: Core, ref: Any, inflight: dict[Any, _InFlight]) -> list[Any]:
