@@ -31,6 +31,7 @@ DEPLOYMENT_DAGS = [
     EXAMPLES / "rayorch_minimal.py",
     EXAMPLES / "rayorch_ingest.py",
     ROOT / "tests" / "e2e" / "browser_dags" / "rayorch_browser.py",
+    ROOT / "tests" / "e2e" / "deployment_dags" / "rayorch_gated.py",
 ]
 
 

@@ -248,13 +248,13 @@ def deployment_env(
     root: Path, user_home: Path, dags_folder: Path, landing: Path, port: int
 ) -> dict[str, str]:
     """The environment of every component: a user's, plus the deployment's settings."""
-    from e2e_helpers import EXAMPLES, ROOT
+    from e2e_helpers import E2E_DAGS, EXAMPLES, ROOT
 
     airflow_home = root / "airflow-home"
     return user_environment(
         HOME=str(user_home),
         AIRFLOW_HOME=str(airflow_home),
-        PYTHONPATH=os.pathsep.join([str(EXAMPLES), str(ROOT)]),
+        PYTHONPATH=os.pathsep.join([str(EXAMPLES), str(E2E_DAGS), str(ROOT)]),
         RAYORCH_LANDING=str(landing),
         AIRFLOW__CORE__DAGS_FOLDER=str(dags_folder),
         AIRFLOW__CORE__PLUGINS_FOLDER=str(airflow_home / "plugins"),

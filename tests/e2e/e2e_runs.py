@@ -17,7 +17,7 @@ def failure_digest(rest: AirflowRest, dag_id: str, run_id: str) -> str:
     lines = []
     for (task_id, map_index), ti in sorted(rest.task_instances(dag_id, run_id).items()):
         lines.append(f"{task_id}[{map_index}]: {ti['state']} (try {ti['try_number']})")
-        if ti["state"] in ("failed", "upstream_failed") and ti["try_number"]:
+        if ti["state"] in ("failed", "up_for_retry") and ti["try_number"]:
             log = rest.task_log(dag_id, run_id, task_id, ti["try_number"], map_index)
             lines += [f"    {x[:1500]}" for x in log.splitlines() if '"level": "error"' in x]
     return "\n".join(lines)

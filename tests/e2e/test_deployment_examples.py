@@ -11,12 +11,21 @@ from typing import TYPE_CHECKING
 
 import pytest
 from e2e_helpers import live_members
-from e2e_runs import all_task_logs, assert_no_secret, log_files, ray_secrets, run_to_the_end
+from e2e_runs import (
+    all_task_logs,
+    assert_no_secret,
+    failure_digest,
+    log_files,
+    ray_secrets,
+    run_to_the_end,
+)
 
 from airflow_provider_rayorch.rayorch.store import RunStore, read_summary_outputs
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from deployment import Deployment
 
 pytestmark = [pytest.mark.slow]
 
@@ -71,7 +80,8 @@ def test_ingest_example_through_the_scheduler_and_triggerer(
     airflow_deployment, airflow_rest
 ) -> None:
     """The per-microbatch pattern: loopback head (setup/teardown), submit, mapped
-    deferrable microbatch sensors in the triggerer, the run sensor, a reader task."""
+    deferrable microbatch sensors, the run sensor, a reader task. (Whether a sensor
+    defers depends on how fast the job commits; the gated test below makes them.)"""
     dag_id = "rayorch_ingest"
     # the run of the last complete hour, as the scheduler makes it (same logical date)
     end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
@@ -92,7 +102,9 @@ def test_ingest_example_through_the_scheduler_and_triggerer(
     labels = ["mb 0: sources 0-3", "mb 1: sources 4-7", "mb 2: sources 8-9"]
     for i, label in enumerate(labels):
         ti = tis[("ingest.microbatch", i)]
-        assert (ti["state"], ti["rendered_map_index"]) == ("success", label)
+        assert (ti["state"], ti["rendered_map_index"]) == ("success", label), failure_digest(
+            airflow_rest, dag_id, run_id
+        )
         summary = xcom("ingest.microbatch", map_index=i)
         assert summary["state"] == "success"
         assert summary["microbatch"]["index"] == i
@@ -111,19 +123,15 @@ def test_ingest_example_through_the_scheduler_and_triggerer(
     assert [r["source"] for r in rows] == list(range(10))
     assert rows[6]["outcome"] == "suppressed"
     assert str(rows[0]["value"]["markdown"]).startswith("page one of 0")
-    # the deferred sensors' triggers ran in the triggerer process, not in line
-    fired = [
-        p
-        for p in (airflow_deployment.airflow_home / "logs" / f"dag_id={dag_id}").rglob(
-            "task_id=ingest.microbatch/map_index=*/*.trigger.*.log"
-        )
-        if "Trigger fired event" in p.read_text()
-    ]
-    assert len({p.parent.name for p in fired}) == 3, airflow_deployment.logs()
     # teardown: the loopback head's process group is gone
     head = xcom("ingest.ray_head")
     assert tis[("ingest.stop_ray_head", -1)]["state"] == "success"
     assert live_members(int(head["pgid"])) == []
+    # clearing one mapped microbatch (dry run) targets it and what runs after it only
+    cleared = airflow_rest.clear(dag_id, run_id, [("ingest.microbatch", 1)], dry_run=True)
+    targets = {(t["task_id"], t["map_index"]) for t in cleared}
+    assert {("ingest.microbatch", 1), ("ingest.run", -1), ("report", -1)} <= targets
+    assert not {("ingest.microbatch", 0), ("ingest.microbatch", 2)} & targets
     logs = all_task_logs(airflow_rest, dag_id, run_id)
     xcoms = repr(airflow_rest.xcoms(dag_id, run_id))
     assert_no_secret(
@@ -132,3 +140,43 @@ def test_ingest_example_through_the_scheduler_and_triggerer(
         xcom=xcoms,
         log_files=log_files(airflow_deployment),
     )
+
+
+def trigger_logs(deployment: Deployment, dag_id: str, run_id: str, task_id: str) -> dict[str, str]:
+    """``{map_index=N: text}`` of the trigger logs the triggerer wrote for a task."""
+    found: dict[str, str] = {}
+    folder = deployment.airflow_home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}"
+    for path in (folder / f"task_id={task_id}").glob("map_index=*/*.trigger.*.log"):
+        found[path.parent.name] = found.get(path.parent.name, "") + path.read_text()
+    return found
+
+
+@pytest.mark.timeout(300)
+def test_microbatch_sensors_defer_to_the_real_triggerer(airflow_deployment, airflow_rest) -> None:
+    """A job that commits nothing until the gate opens: each mapped sensor defers, and
+    its trigger fires in the triggerer process when its microbatch commits."""
+    dag_id, rest = "rayorch_gated", airflow_rest
+    gate = airflow_deployment.landing / "gate-open"
+    rest.wait_for_dag(dag_id)
+    run_id = rest.trigger(dag_id, conf={"gate": str(gate)})["dag_run_id"]
+    rest.unpause(dag_id)
+
+    def all_deferred() -> bool:
+        tis = rest.task_instances(dag_id, run_id)
+        states = [ti["state"] for (task, _), ti in tis.items() if task == "docs.microbatch"]
+        if {"failed", "upstream_failed"} & {ti["state"] for ti in tis.values()}:
+            raise AssertionError(failure_digest(rest, dag_id, run_id))
+        return len(states) == 3 and set(states) == {"deferred"}
+
+    rest.wait(all_deferred, 180, "the three microbatch sensors to defer")
+    gate.write_text("open")
+    run = rest.wait_for_run(dag_id, run_id, 180)
+    assert run["state"] == "success", failure_digest(rest, dag_id, run_id)
+    tis = rest.task_instances(dag_id, run_id)
+    for i in range(3):
+        assert tis[("docs.microbatch", i)]["state"] == "success"
+        summary = rest.xcom(dag_id, run_id, "docs.microbatch", map_index=i)
+        assert (summary["state"], summary["sources"]["present"]) == ("success", 4)
+    fired = trigger_logs(airflow_deployment, dag_id, run_id, "docs.microbatch")
+    assert sorted(fired) == [f"map_index={i}" for i in range(3)], airflow_deployment.logs()
+    assert all("Trigger fired event" in text for text in fired.values()), fired

@@ -1,0 +1,28 @@
+"""The per-microbatch pattern on a loopback head with a job that commits nothing until
+the test opens a gate file (``dag_run.conf["gate"]``): every microbatch sensor finds no
+manifest, defers, and its trigger must fire in the real triggerer."""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import DAG
+
+from airflow_provider_rayorch.operators.microbatch import rayorch_microbatch_group
+
+with DAG(
+    dag_id="rayorch_gated",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    tags=["rayorch", "test"],
+):
+    rayorch_microbatch_group(
+        "docs",
+        pipeline="e2e_pipelines:Gated",
+        pipeline_kwargs={"gate": "{{ dag_run.conf['gate'] }}"},
+        sources=[f"doc {i}" for i in range(12)],
+        input_batch_size=4,
+        local_head=True,
+        local_head_num_cpus=2,
+        poke_interval=1.0,
+    )
