@@ -36,8 +36,8 @@ class _Clock:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """The answer to a probe: ``hung`` is the batch id past its timeout, if any;
-    ``elapsed_s`` how long it had run."""
+    """The answer to a probe: ``hung`` is the batch id past its timeout, if any (0:
+    a recomputation of lost values); ``elapsed_s`` how long it had run."""
 
     worker: Any
     hung: int | None = None
@@ -104,7 +104,11 @@ class HangWatch:
             if running.elapsed_s >= clock.timeout_s:
                 return Verdict(worker, running.batch, running.elapsed_s)
             clock.due = now + max(_MIN_WAIT_S, clock.timeout_s - running.elapsed_s)
-        elif running is not None or inflight:  # a recomputation or a moot batch: look again later
+        elif running is not None and running.batch == 0:  # a recomputation of lost values
+            if running.elapsed_s >= clock.timeout_s:
+                return Verdict(worker, 0, running.elapsed_s)
+            clock.due = now + max(_MIN_WAIT_S, clock.timeout_s - running.elapsed_s)
+        elif running is not None or inflight:  # a moot batch, or between batches
             clock.due = now + clock.timeout_s
         else:
             del self._clocks[worker]

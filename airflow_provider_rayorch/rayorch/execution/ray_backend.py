@@ -385,6 +385,14 @@ class RayBackend:
         verdict = self.hangs.answered(worker, running, self._epoch, batches, time.monotonic())
         if verdict.hung is None:
             return []
+        if verdict.hung == 0:  # a recomputation hangs: it is sent to another actor
+            timeout = self._timeouts[self.pools.module_of[worker]]
+            self.timed_out += 1
+            self.pools.kill(worker)
+            if not self._forget(worker, inflight):
+                return []
+            reason = f"actor {worker} killed: a recomputation exceeded batch_timeout_s={timeout:g}"
+            return core.handle(WorkerLost(worker, reason, charge=False))
         return self._hung(core, worker, verdict.hung, verdict.elapsed_s, inflight)
 
     def _hung(

@@ -54,3 +54,13 @@ def test_a_worker_that_leaves_a_probe_unanswered_for_its_timeout_is_silent() -> 
     assert watch.next_due() == 10.0
     assert watch.due(9.0) == ([], [])
     assert watch.due(10.0) == ([], ["w"])
+
+
+def test_a_recomputation_past_the_timeout_is_hung_too() -> None:
+    watch = HangWatch()
+    watch.dispatched("w", 5.0, 0.0)
+    watch.asked("w", 5.0)
+    assert watch.answered("w", Running(0, 0, 2.0), 1, set(), 5.0).hung is None
+    assert watch.next_due() == 8.0
+    watch.asked("w", 8.0)
+    assert watch.answered("w", Running(0, 0, 5.0), 1, set(), 8.0).hung == 0
