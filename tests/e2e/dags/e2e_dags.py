@@ -83,4 +83,5 @@ with _dag("e2e_unreachable"):
         pipeline=PIPELINE,
         sources=sample_docs(2),
         rayorch_conn_id="rayorch_nowhere",
+        poll_interval=1.0,  # the transient-error retry budget backs off from this interval
     )
