@@ -29,6 +29,7 @@ import os
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.rayorch import summary as summaries
@@ -48,6 +49,7 @@ __all__ = [
     "import_factory",
     "main",
     "microbatch_line",
+    "repair_plan",
     "run_plan",
 ]
 
@@ -210,10 +212,16 @@ def _commit(store: RunStore, plan: PlanRecord, mb: Any) -> dict[str, Any]:
     names: Sequence[str] = tuple(mb.output_names) or tuple(
         "out" if len(outputs) == 1 else f"out{i}" for i in range(len(outputs))
     )
-    for name, port_outputs in zip(names, outputs, strict=True):
-        store.write_outputs(plan.run_id, mb.index, name, mb.first_source, rows_of(port_outputs))
+    files = {
+        name: store.write_outputs(
+            plan.run_id, mb.index, name, mb.first_source, rows_of(port_outputs)
+        )
+        for name, port_outputs in zip(names, outputs, strict=True)
+    }
     manifest = dict(mb.lineage(max_failed_ratio=plan.max_failed_ratio))
     manifest.update(run_id=plan.run_id, pipeline=plan.pipeline, fingerprint=plan.fingerprint)
+    # the commit names its files and attempt (a repair replaces both, see repair.py)
+    manifest.update(attempt=1, files=files, committed_at=datetime.now(UTC).isoformat())
     manifest["outputs"] = {
         **dict(manifest.get("outputs") or {}),
         "uri": store.outputs_uri(plan.run_id, mb.index),
@@ -324,16 +332,92 @@ def run_plan(store: RunStore, run_id: str, *, address: str | None = None) -> dic
     return result
 
 
+def repair_plan(
+    store: RunStore,
+    run_id: str,
+    which: str,
+    *,
+    address: str | None = None,
+    job_id: str | None = None,
+    write_run_manifest: bool = False,
+) -> list[dict[str, Any]]:
+    """Repair mode (see :mod:`.repair`): ``which`` is ``"all"`` or ``"3,5"``."""
+    from airflow_provider_rayorch.rayorch.repair import repair_microbatches
+
+    started = time.monotonic()
+    plan = store.read_plan(run_id)
+    if plan is None:
+        raise DriverError(f"no plan record for run {run_id!r} in {store.uri}")
+    try:
+        indices = None if which == "all" else [int(i) for i in which.split(",") if i.strip()]
+    except ValueError:
+        raise DriverError(f"--repair {which!r}: give 'all' or microbatch indices") from None
+    pipeline, _ = build_pipeline(plan)
+    manifests = repair_microbatches(
+        store,
+        plan,
+        pipeline,
+        pipeline.compile(),
+        indices,
+        address=address,
+        job_id=job_id,
+        say=_say,
+    )
+    for manifest in manifests:
+        _emit(
+            "EVENT",
+            {
+                "event": "repaired",
+                "index": manifest["microbatch"]["index"],
+                "attempt": manifest["attempt"],
+                "state": manifest["state"],
+            },
+        )
+    if write_run_manifest:
+        result = summaries.run_summary(
+            store.manifests(run_id),
+            elapsed_s=time.monotonic() - started,
+            run_id=run_id,
+            pipeline=plan.pipeline,
+            fingerprint=plan.fingerprint,
+            outputs_uri=store.outputs_uri(run_id),
+            max_failed_ratio=plan.max_failed_ratio,
+        )
+        store.write_run_manifest(run_id, result)
+    return manifests
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="airflow_provider_rayorch.rayorch.driver")
     parser.add_argument("--run-store", required=True, help="run store URI")
     parser.add_argument("--run-id", required=True)
     parser.add_argument("--address", default=None, help="Ray address (default: the job's)")
+    parser.add_argument(
+        "--repair",
+        default=None,
+        help="repair mode: 'all' or comma-separated microbatch indices (see repair.py)",
+    )
+    parser.add_argument(
+        "--write-run-manifest",
+        action="store_true",
+        help="with --repair: also rewrite the run manifest (a whole-run repair)",
+    )
+    parser.add_argument("--job-id", default=None, help="with --repair: recorded in the history")
     args = parser.parse_args(argv)
     try:
         # Inside a Ray job RAY_ADDRESS names the cluster; without it the engine starts a local Ray.
         address = args.address or os.environ.get("RAY_ADDRESS") or None
-        run_plan(RunStore(args.run_store), args.run_id, address=address)
+        if args.repair is not None:
+            repair_plan(
+                RunStore(args.run_store),
+                args.run_id,
+                args.repair,
+                address=address,
+                job_id=args.job_id,
+                write_run_manifest=args.write_run_manifest,
+            )
+        else:
+            run_plan(RunStore(args.run_store), args.run_id, address=address)
     except DriverError as exc:
         _emit("ERROR", {"message": str(exc), "exit_code": exc.exit_code})
         return exc.exit_code

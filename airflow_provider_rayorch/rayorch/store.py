@@ -5,6 +5,7 @@ opened through :mod:`pyarrow.fs`. Layout of one run::
 
     <root>/<run_id>/plan.json                         the plan record (written first)
     <root>/<run_id>/outputs/mb-00003/<port>.parquet   one file per microbatch and output Port
+    <root>/<run_id>/outputs/mb-00003/attempt-2/...    a repair attempt's files (see attempts.py)
     <root>/<run_id>/manifests/mb-00003.json           microbatch manifest (lineage summary)
     <root>/<run_id>/run.json                          run manifest (run lineage summary)
     <root>/<run_id>/job_state.json                    the Ray job's last known status
@@ -35,6 +36,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .errors import StoreError
+from .globbing import _GLOB_CHARS, _glob_regex, glob_uris  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -63,7 +65,6 @@ _CREDENTIAL_FIELD = re.compile(
     r"(?:(?:bearer|basic|token)\s+)?[^\s\"',;}]+"
 )
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;}]+")
-_GLOB_CHARS = "*?["
 
 
 def microbatch_count(total_sources: int, input_batch_size: int | None) -> int:
@@ -92,6 +93,10 @@ class PlanRecord:
     version: int = 1
     #: with several source columns each row of ``sources`` is a list of that many values
     n_columns: int = 1
+    #: the compiled plan's ``semantic_fingerprint`` and ``semantic_record()`` (what a
+    #: repair compares; empty in records written before repairs existed)
+    semantic_fingerprint: str = ""
+    semantic: dict[str, Any] = field(default_factory=dict)
 
     def columns(self) -> list[list[Any]]:
         """The source columns ``forward`` takes (one Port each)."""
@@ -132,80 +137,6 @@ def _split_uri(uri: str) -> tuple[pafs.FileSystem, str]:
 
 def _join_uri(uri: str, *parts: str) -> str:
     return posixpath.join(uri.rstrip("/"), *parts) if "://" in uri else os.path.join(uri, *parts)
-
-
-def glob_uris(
-    pattern: str,
-    *,
-    modified_after: datetime | None = None,
-    modified_before: datetime | None = None,
-) -> list[str]:
-    """Files matching a glob (``s3://bucket/in/*.pdf``, ``/data/**/x?.mp4``), sorted.
-
-    ``modified_after`` (inclusive) and ``modified_before`` (exclusive) filter on the
-    file's modification time, for example an Airflow data interval. Results keep the
-    pattern's scheme, so they can be passed on as sources.
-    """
-    cut = min((pattern.find(c) for c in _GLOB_CHARS if c in pattern), default=-1)
-    if cut < 0:
-        base_uri = pattern
-        fs, base = _split_uri(base_uri)
-        info = fs.get_file_info(base)
-        return [pattern] if info.type == pafs.FileType.File else []
-    base_uri = pattern[: pattern.rfind("/", 0, cut) + 1] or "."
-    fs, base = _split_uri(base_uri)
-    _, full = _split_uri(pattern) if "://" in pattern else (fs, os.path.abspath(pattern))
-    if fs.get_file_info(base).type != pafs.FileType.Directory:
-        return []
-    infos = fs.get_file_info(pafs.FileSelector(base, recursive=True))
-    prefix = pattern[: pattern.find("://") + 3] if "://" in pattern else ""
-    matcher = _glob_regex(full)
-    matched: list[str] = []
-    for info in infos:
-        if info.type != pafs.FileType.File:
-            continue
-        if not matcher.fullmatch(info.path):
-            continue
-        mtime = info.mtime
-        if mtime is not None and modified_after is not None and mtime < modified_after:
-            continue
-        if mtime is not None and modified_before is not None and mtime >= modified_before:
-            continue
-        matched.append(prefix + info.path if prefix else info.path)
-    return sorted(matched)
-
-
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """``*`` and ``?`` stay within one path segment; ``**/`` spans any number of them."""
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[":
-            end = pattern.find("]", i + 1)
-            if end < 0:
-                out.append(re.escape(pattern[i]))
-                i += 1
-            else:
-                body = pattern[i + 1 : end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
-                i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out))
 
 
 def _encode_values(values: Sequence[Any]) -> tuple[pa.Array, str]:
@@ -330,34 +261,50 @@ class RunStore:
         port: str,
         first_source: int,
         rows: Sequence[tuple[str, str | None, Any]],
+        *,
+        attempt: int = 1,
+        sources: Sequence[int] | None = None,
     ) -> str:
         """Write one microbatch's rows of one output Port; returns the file's URI.
 
-        ``rows`` holds ``(outcome, cause, value)`` per source row in order.
+        ``rows`` holds ``(outcome, cause, value)`` per source row in order (global
+        indices ``first_source...``, or ``sources`` when given). Attempt 1 writes
+        ``mb-NNNNN/<port>.parquet``; a repair attempt ``n`` ``mb-NNNNN/attempt-n/``.
         """
         values = [value if outcome == "present" else None for outcome, _, value in rows]
-        path = self._path(run_id, "outputs", f"mb-{index:05d}", f"{port}.parquet")
+        folder = self._attempt_folder(index, attempt)
+        path = self._path(run_id, "outputs", *folder, f"{port}.parquet")
         self.fs.create_dir(posixpath.dirname(path), recursive=True)
         value_col, encoding = _encode_values(values)
+        ids = (
+            list(sources)
+            if sources is not None
+            else list(range(first_source, first_source + len(rows)))
+        )
         try:
-            self._write_table(path, first_source, rows, value_col, encoding)
+            self._write_table(path, ids, rows, value_col, encoding)
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
             # Parquet cannot hold every Arrow type (an empty struct, ...): fall back to JSON
             value_col, encoding = _json_column(values)
-            self._write_table(path, first_source, rows, value_col, encoding)
-        return _join_uri(self.outputs_uri(run_id, index), f"{port}.parquet")
+            self._write_table(path, ids, rows, value_col, encoding)
+        return _join_uri(self.outputs_uri(run_id), *folder, f"{port}.parquet")
+
+    @staticmethod
+    def _attempt_folder(index: int, attempt: int) -> tuple[str, ...]:
+        mb = f"mb-{index:05d}"
+        return (mb,) if attempt <= 1 else (mb, f"attempt-{attempt}")
 
     def _write_table(
         self,
         path: str,
-        first_source: int,
+        ids: Sequence[int],
         rows: Sequence[tuple[str, str | None, Any]],
         value_col: pa.Array,
         encoding: str,
     ) -> None:
         table = pa.table(
             {
-                "source": pa.array(range(first_source, first_source + len(rows)), pa.int64()),
+                "source": pa.array(list(ids), pa.int64()),
                 "outcome": pa.array([r[0] for r in rows], pa.string()),
                 "cause": pa.array([r[1] for r in rows], pa.string()),
                 "value": value_col,
@@ -378,14 +325,26 @@ class RunStore:
         """
         rows: list[dict[str, Any]] = []
         for index in sorted(self.committed(run_id)):
-            path = self._path(run_id, "outputs", f"mb-{index:05d}", f"{port}.parquet")
-            table = pq.read_table(path, filesystem=self.fs)
-            encoding = (table.schema.metadata or {}).get(ENCODING_KEY, b"native").decode()
-            for row in table.to_pylist():
-                if encoding == "json" and row["value"] is not None:
-                    row["value"] = json.loads(row["value"])
-                rows.append(row)
+            rows.extend(self.read_microbatch_rows(run_id, index, port))
         rows.sort(key=lambda r: int(r["source"]))
+        return rows
+
+    def read_microbatch_rows(
+        self, run_id: str, index: int, port: str = "out"
+    ) -> list[dict[str, Any]]:
+        """One committed microbatch's rows of one Port: the files its manifest names
+        (``attempt`` and ``files``), or attempt 1's file for older manifests."""
+        manifest = self.read_manifest(run_id, index) or {}
+        attempt = int(manifest.get("attempt") or 1)
+        path = self._path(
+            run_id, "outputs", *self._attempt_folder(index, attempt), f"{port}.parquet"
+        )
+        table = pq.read_table(path, filesystem=self.fs)
+        encoding = (table.schema.metadata or {}).get(ENCODING_KEY, b"native").decode()
+        rows = table.to_pylist()
+        for row in rows:
+            if encoding == "json" and row["value"] is not None:
+                row["value"] = json.loads(row["value"])
         return rows
 
     # -- run manifest ----------------------------------------------------------------

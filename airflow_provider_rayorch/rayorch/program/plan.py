@@ -120,6 +120,20 @@ class Plan:
     def calls(self) -> tuple[Node, ...]:
         return tuple(n for n in self.nodes if n.kind is NodeKind.CALL)
 
+    @property
+    def semantic_fingerprint(self) -> str:
+        """Like ``fingerprint`` without schedule-only options (replicas, batch sizes,
+        ``batch_timeout_s``, retry counts, actor options): what a repair may keep."""
+        from .semantics import semantic_fingerprint
+
+        return semantic_fingerprint(self)
+
+    def semantic_record(self) -> dict[str, Any]:
+        """The JSON record the semantic fingerprint digests (see ``semantics``)."""
+        from .semantics import semantic_record
+
+        return semantic_record(self)
+
     def compile(self, *, optimize: bool = True) -> Plan:
         """A plan is already compiled: itself. So ``run``, ``Executor`` and
         ``Pipeline.run`` take a compiled plan wherever they take a pipeline."""

@@ -1,0 +1,136 @@
+"""The driver's repair mode on the real engine's reference executor (no Ray)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING
+
+import pytest
+
+from airflow_provider_rayorch.rayorch import driver
+from airflow_provider_rayorch.rayorch.errors import DriverError
+from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+pytestmark = pytest.mark.timeout(60)
+
+SPEC = "repair_pipelines:Flaky"
+
+
+def _plan(tmp_path: Path, n: int = 6, size: int = 3) -> tuple[RunStore, Path]:
+    state = tmp_path / "state"
+    state.mkdir()
+    store = RunStore(str(tmp_path / "store"))
+    compiled = driver.import_factory(SPEC)(state_dir=str(state)).compile()
+    store.write_plan(
+        PlanRecord(
+            run_id="run",
+            pipeline=SPEC,
+            fingerprint=compiled.fingerprint,
+            sources=list(range(n)),
+            input_batch_size=size,
+            pipeline_kwargs={"state_dir": str(state)},
+            backend="local",
+            semantic_fingerprint=compiled.semantic_fingerprint,
+            semantic=compiled.semantic_record(),
+        )
+    )
+    return store, state
+
+
+def _calls(state: Path) -> list[int]:
+    log = state / "calls.log"
+    return [int(x) for x in log.read_text().split()] if log.exists() else []
+
+
+def _first_run_with_failures(tmp_path: Path) -> tuple[RunStore, Path]:
+    store, state = _plan(tmp_path)
+    (state / "fail-1").touch()  # a page of source 1 fails: source 1 SUPPRESSED
+    (state / "fail-root-4").touch()  # source 4 itself FAILS
+    summary = driver.run_plan(store, "run")
+    assert summary["sources"]["present"] == 4
+    (state / "calls.log").unlink()
+    return store, state
+
+
+def test_a_repair_reruns_only_failed_sources_and_replaces_the_manifest(tmp_path: Path) -> None:
+    store, state = _first_run_with_failures(tmp_path)
+    before = store.read_manifest("run", 0)
+    assert before["state"] == "failed"
+    assert before["attempt"] == 1
+    os.remove(state / "fail-1")
+
+    (manifest,) = driver.repair_plan(store, "run", "0")
+
+    assert _calls(state) == [1, 1]  # both pages of source 1; PRESENT sources 0, 2: no call
+    assert manifest == store.read_manifest("run", 0)
+    assert manifest["state"] == "success"
+    assert manifest["attempt"] == 2
+    assert manifest["sources"] == {
+        "total": 3,
+        "present": 3,
+        "dropped": 0,
+        "failed": 0,
+        "suppressed": 0,
+    }
+    assert manifest["failures"] == []
+    assert "/mb-00000/attempt-2/" in manifest["files"]["out"]
+    assert [a["attempt"] for a in manifest["attempts"]] == [1, 2]
+    assert manifest["attempts"][0]["state"] == "failed"
+    assert manifest["attempts"][1]["repaired_sources"] == [1]
+    assert json.loads(json.dumps(manifest)) == manifest
+    rows = store.read_outputs("run")
+    assert [r["value"] for r in rows] == [[0, 2], [20, 22], [40, 42], [60, 62], None, [100, 102]]
+    assert store.read_manifest("run", 1)["attempt"] == 1  # another microbatch: untouched
+
+
+def test_a_source_that_still_fails_keeps_its_global_index_and_cause(tmp_path: Path) -> None:
+    store, state = _first_run_with_failures(tmp_path)
+    (manifest,) = driver.repair_plan(store, "run", "1")
+    assert _calls(state) == []  # source 4 fails before any page exists
+    assert manifest["attempt"] == 2
+    assert manifest["failures"] == [
+        {"source": 4, "outcome": "failed", "cause": "doc[4]: service down"}
+    ]
+    assert manifest["state"] == "failed"
+
+
+def test_repair_all_and_the_whole_run_manifest(tmp_path: Path) -> None:
+    store, state = _first_run_with_failures(tmp_path)
+    for marker in ("fail-1", "fail-root-4"):
+        os.remove(state / marker)
+    manifests = driver.repair_plan(store, "run", "all", write_run_manifest=True)
+    assert sorted(m["microbatch"]["index"] for m in manifests) == [0, 1]
+    assert sorted(_calls(state)) == [1, 1, 4, 4]
+    run = store.read_run_manifest("run")
+    assert run["state"] == "success"
+    assert run["sources"]["present"] == 6
+
+
+def test_a_changed_batch_size_is_allowed(tmp_path: Path) -> None:
+    store, state = _first_run_with_failures(tmp_path)
+    os.remove(state / "fail-1")
+    (state / "config.json").write_text(json.dumps({"batch_size": 1}))
+    (manifest,) = driver.repair_plan(store, "run", "0")
+    assert manifest["state"] == "success"
+
+
+def test_a_changed_udf_import_path_is_refused_naming_the_module(tmp_path: Path) -> None:
+    store, state = _first_run_with_failures(tmp_path)
+    (state / "config.json").write_text(json.dumps({"udf": "OtherPages"}))
+    with pytest.raises(DriverError) as info:
+        driver.repair_plan(store, "run", "0")
+    assert info.value.exit_code == driver.EXIT_PLAN_CHANGED
+    assert "module 'pages': udf changed from" in str(info.value)
+    assert "repair_pipelines:OtherPages" in str(info.value)
+    assert store.read_manifest("run", 0)["attempt"] == 1  # nothing committed
+    assert _calls(state) == []
+
+
+def test_an_uncommitted_microbatch_cannot_be_repaired(tmp_path: Path) -> None:
+    store, _ = _plan(tmp_path)
+    with pytest.raises(DriverError, match="microbatch 0 is not committed"):
+        driver.repair_plan(store, "run", "0")

@@ -1,0 +1,112 @@
+"""Run-store repair bookkeeping: attempt files, manifest replace, the repair lease."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+
+from airflow_provider_rayorch.rayorch.attempts import (
+    RepairLease,
+    read_repair,
+    read_repairs,
+    write_repair,
+)
+from airflow_provider_rayorch.rayorch.store import RunStore
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+ROWS_1 = [("present", None, 1), ("failed", "doc[1]: x", None)]
+ROWS_2 = [("present", None, 1), ("present", None, 7)]
+
+
+def _commit(store: RunStore, rows, attempt: int) -> None:
+    uri = store.write_outputs("r", 0, "out", 0, rows, attempt=attempt)
+    store.commit_microbatch("r", 0, {"attempt": attempt, "files": {"out": uri}})
+
+
+def test_an_attempt_writes_its_own_folder_and_the_manifest_picks_it(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path))
+    _commit(store, ROWS_1, 1)
+    assert [r["value"] for r in store.read_outputs("r")] == [1, None]
+    uri = store.write_outputs("r", 0, "out", 0, ROWS_2, attempt=2)
+    assert uri.endswith("mb-00000/attempt-2/out.parquet")
+    # files written, manifest not yet replaced: readers still see attempt 1
+    assert [r["value"] for r in store.read_outputs("r")] == [1, None]
+    store.commit_microbatch("r", 0, {"attempt": 2, "files": {"out": uri}})
+    assert [r["value"] for r in store.read_outputs("r")] == [1, 7]
+    assert (tmp_path / "r" / "outputs" / "mb-00000" / "out.parquet").exists()  # kept
+
+
+def test_the_manifest_replace_leaves_no_partial_file(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path))
+    _commit(store, ROWS_1, 1)
+    _commit(store, ROWS_2, 2)
+    files = sorted(p.name for p in (tmp_path / "r" / "manifests").iterdir())
+    assert files == ["mb-00000.json"]
+    assert json.loads((tmp_path / "r" / "manifests" / "mb-00000.json").read_text())["attempt"] == 2
+
+
+def test_explicit_source_ids_are_written(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path))
+    store.write_outputs("r", 0, "out", 0, ROWS_2, sources=[5, 9])
+    store.commit_microbatch("r", 0, {})
+    assert [r["source"] for r in store.read_outputs("r")] == [5, 9]
+
+
+def test_the_lease_has_one_holder_at_a_time(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path))
+    a, b = RepairLease(store, "r", "a"), RepairLease(store, "r", "b")
+    assert a.acquire()
+    assert a.acquire()  # ours already
+    assert not b.acquire()
+    assert b.holder()["owner"] == "a"
+    b.release()  # not ours: no effect
+    assert not b.acquire()
+    a.release()
+    assert b.acquire()
+    assert not a.acquire()
+
+
+def test_an_expired_lease_is_taken_over(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path))
+    dead = RepairLease(store, "r", "dead", ttl_s=0.0)
+    assert dead.acquire()
+    alive = RepairLease(store, "r", "alive")
+    deadline = time.time() + 5
+    while not alive.acquire():  # expired at once; a condition, not a timing
+        assert time.time() < deadline
+    assert alive.holder()["owner"] == "alive"
+
+
+def test_concurrent_acquires_give_exactly_one_holder(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path))
+    won: list[str] = []
+    barrier = threading.Barrier(8)
+
+    def take(name: str) -> None:
+        barrier.wait()
+        if RepairLease(store, "r", name).acquire():
+            won.append(name)
+
+    threads = [threading.Thread(target=take, args=(f"t{i}",)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(won) == 1
+
+
+@pytest.mark.parametrize("status", ["running", "committed"])
+def test_repair_records_round_trip(tmp_path: Path, status: str) -> None:
+    store = RunStore(str(tmp_path))
+    assert read_repairs(store, "r") == []
+    write_repair(store, "r", 3, attempt=2, job_id="j", status=status, owner="ti")
+    record = read_repair(store, "r", 3)
+    assert record["status"] == status
+    assert record["job_id"] == "j"
+    assert [r["index"] for r in read_repairs(store, "r")] == [3]
