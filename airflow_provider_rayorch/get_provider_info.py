@@ -76,12 +76,13 @@ def get_provider_info() -> dict[str, Any]:
                     "dashboard_url": {
                         "label": "Dashboard URL for links",
                         "description": "Browser address of the Ray dashboard when it differs "
-                        "from Host.",
+                        "from the Ray Jobs API address.",
                         "schema": {"type": ["string", "null"], "format": "url"},
                     },
                     "ray_init_kwargs": {
                         "label": "Embedded Ray options",
-                        "description": "JSON object passed to ray.init() when Host is empty.",
+                        "description": "JSON object passed to ray.init() when the Ray Jobs API "
+                        "address is empty.",
                         "schema": {"type": ["object", "null"], "format": "json"},
                     },
                     "timeout": {
@@ -97,10 +98,19 @@ def get_provider_info() -> dict[str, Any]:
                         "schema": {"type": ["string", "null"]},
                     },
                 },
+                # Port stays visible: Airflow 3.3's Test action sends port 0 for a
+                # connection without one, which its API refuses ("Bad Request").
                 "ui-field-behaviour": {
-                    "hidden-fields": ["login", "schema", "port"],
-                    "relabeling": {"host": "Ray Jobs API address", "password": "Ray auth token"},
-                    "placeholders": {"host": "http://head:8265 (empty: embedded local Ray)"},
+                    "hidden-fields": ["login", "schema"],
+                    "relabeling": {
+                        "host": "Ray Jobs API address",
+                        "port": "Ray Jobs API port",
+                        "password": "Ray auth token",
+                    },
+                    "placeholders": {
+                        "host": "http://head:8265 (empty: embedded local Ray)",
+                        "port": "8265",
+                    },
                 },
             }
         ],

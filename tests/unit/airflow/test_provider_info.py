@@ -108,3 +108,12 @@ def test_connection_docs_match_the_form() -> None:
     assert not re.search(r"`port` / `schema` fill in", doc)
     # the Test button is disabled by Airflow's default; the docs say how to enable it
     assert "AIRFLOW__CORE__TEST_CONNECTION=Enabled" in doc
+
+
+def test_form_keeps_the_port_so_the_test_button_works() -> None:
+    """Airflow 3.3.2's Test action posts port 0 for a connection without a port, which
+    its API refuses as another endpoint ("Bad Request"): the port must be storable."""
+    behaviour = _conn()["ui-field-behaviour"]
+    assert "port" not in behaviour["hidden-fields"]
+    assert behaviour["relabeling"]["port"] == "Ray Jobs API port"
+    assert {"login", "schema"} <= set(behaviour["hidden-fields"])
