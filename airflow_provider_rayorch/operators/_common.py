@@ -16,6 +16,7 @@ from airflow_provider_rayorch.exceptions import (
 )
 
 __all__ = [
+    "compile_plan",
     "derive_run_id",
     "pipeline_spec",
     "prepare_plan",
@@ -122,8 +123,27 @@ def compile_pipeline(
     runtime_env: Mapping[str, Any],
     shares_worker_path: bool = False,
 ) -> str:
+    """Like :func:`compile_plan`, returning only the plan fingerprint."""
+    plan = compile_plan(
+        spec,
+        pipeline_kwargs,
+        remote=remote,
+        runtime_env=runtime_env,
+        shares_worker_path=shares_worker_path,
+    )
+    return str(plan.fingerprint)
+
+
+def compile_plan(
+    spec: str,
+    pipeline_kwargs: Mapping[str, Any],
+    *,
+    remote: bool,
+    runtime_env: Mapping[str, Any],
+    shares_worker_path: bool = False,
+) -> Any:
     """Import and compile the pipeline here, before anything is submitted; returns the
-    plan fingerprint. ``CompileError`` fails the task at once.
+    compiled plan. ``CompileError`` fails the task at once.
 
     ``shares_worker_path``: the Ray cluster imports what this worker imports (the
     provider's loopback head), so no ``runtime_env`` advice is given."""
@@ -150,7 +170,7 @@ def compile_pipeline(
         compiled = pipeline.compile()
     except CompileError as exc:
         raise RayOrchCompileFailed(f"pipeline {spec!r} does not compile: {exc}") from exc
-    return str(compiled.fingerprint)
+    return compiled
 
 
 def resolve_sources(
@@ -191,6 +211,17 @@ def _as_datetime(value: datetime | str | None) -> datetime | None:
     return datetime.fromisoformat(str(value))
 
 
+def _semantics(compiled: Any) -> dict[str, Any]:
+    """The plan record's semantic fields (empty for a plan that has none)."""
+    record = getattr(compiled, "semantic_record", None)
+    if compiled is None or record is None:
+        return {}
+    return {
+        "semantic_fingerprint": str(compiled.semantic_fingerprint),
+        "semantic": dict(record()),
+    }
+
+
 def prepare_plan(
     *,
     store: Any,
@@ -206,11 +237,15 @@ def prepare_plan(
     ray_init_kwargs: Mapping[str, Any],
     on_plan_change: str,
     n_columns: int = 1,
+    compiled: Any = None,
+    repair: bool = False,
 ) -> Any:
     """Write the plan record, or keep the stored one when it is the same plan.
 
     A different stored plan (fingerprint, sources or batching) is never mixed with
     this one: ``on_plan_change="fail"`` raises, ``"replace"`` deletes the old run.
+    With ``repair`` the stored plan is kept when only schedule-only options differ
+    (the driver checks the semantic fingerprint and says what changed otherwise).
     """
     import json
 
@@ -234,8 +269,11 @@ def prepare_plan(
         ray_init_kwargs=dict(ray_init_kwargs),
         created_at=datetime.now().astimezone().isoformat(),
         n_columns=int(n_columns),
+        **_semantics(compiled),
     )
     old = store.read_plan(run_id)
+    if old is not None and repair:
+        return old  # the stored plan is the one to repair; the driver checks the code
     if old is not None:
         same = (
             old.fingerprint == plan.fingerprint

@@ -21,6 +21,7 @@ from airflow.sdk.configuration import conf
 from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.progress import relay_line
 from airflow_provider_rayorch.common.ratio import judge_summary
+from airflow_provider_rayorch.common.repair import RepairMode, should_repair
 from airflow_provider_rayorch.common.states import (
     JOB_ID_KEY,
     JOB_URL_KEY,
@@ -149,6 +150,10 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
     :param outputs_asset_alias: name of an ``AssetAlias`` outlet that receives the
         run's output directory as an Asset event.
     :param poll_interval: seconds between job status polls.
+    :param repair: ``"on_clear"`` (default): the first try after a manual clear of a
+        run whose run manifest has FAILED or SUPPRESSED sources re-runs only those
+        sources (see docs/airflow/repair.md); automatic retries resume. ``"always"``:
+        every try repairs; ``False``: never.
     """
 
     template_fields: Sequence[str] = (
@@ -190,6 +195,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         outputs_asset_alias: str | None = None,
         poll_interval: float = 5.0,
         entrypoint_num_cpus: float | None = None,
+        repair: Any = RepairMode.ON_CLEAR,
         **kwargs: Any,
     ) -> None:
         if outputs_asset_alias:
@@ -223,6 +229,10 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         self.outputs_asset_alias = outputs_asset_alias
         self.poll_interval = float(poll_interval)
         self.entrypoint_num_cpus = entrypoint_num_cpus
+        self.repair = RepairMode.parse(repair).value
+        self._repairing = False
+        #: extra driver arguments of this try (a repair's ``--repair all ...``)
+        self._driver_args: list[str] = []
         self._proc: subprocess.Popen[str] | None = None
         self._job_id: str | None = None
         self._result: dict[str, Any] | None = None
@@ -257,7 +267,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         """Compile here, then write (or reuse) the plan record; nothing is submitted yet."""
         remote = not self.hook.embedded
         env = self.hook.runtime_env(self.runtime_env)
-        fingerprint = _common.compile_pipeline(
+        compiled = _common.compile_plan(
             self.pipeline,
             self.pipeline_kwargs,
             remote=remote,
@@ -276,7 +286,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             run_id=run_id,
             spec=self.pipeline,
             pipeline_kwargs=self.pipeline_kwargs,
-            fingerprint=fingerprint,
+            fingerprint=str(compiled.fingerprint),
             sources=sources,
             input_batch_size=self.input_batch_size,
             max_active_input_batches=self.max_active_input_batches,
@@ -285,6 +295,8 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             ray_init_kwargs=self._ray_init_kwargs(),
             on_plan_change=self.on_plan_change,
             n_columns=n_columns,
+            compiled=compiled,
+            repair=self._repairing,
         )
         ti = context["ti"]
         ti.xcom_push(key=RUN_ID_KEY, value=run_id)
@@ -301,13 +313,50 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
 
     # -- execute ---------------------------------------------------------------------
     def execute(self, context: Context) -> Any:
+        self._repairing = self._wants_repair(context)
         plan = self.prepare(context)
+        if self._repairing:
+            self._driver_args = ["--repair", "all", "--write-run-manifest"]
         if self.hook.embedded:
             if self.deferrable:
                 self.log.info("Embedded Ray runs in the worker: deferrable has no effect")
             self._run_embedded(plan)
             return self.get_job_result(None, context)
+        if self._repairing:
+            # not execute_resumable: it would return the cleared try's succeeded job
+            job_id = self.submit_job(context)
+            state = context.get("task_state_store")
+            if state is not None:
+                from airflow.sdk.execution_time.context import NEVER_EXPIRE
+
+                state.set(JOB_ID_KEY, job_id, retention=NEVER_EXPIRE)
+            return self.poll_until_complete(job_id, context)
         return self.execute_resumable(context)
+
+    def _wants_repair(self, context: Context) -> bool:
+        """This try repairs: the rule says so and the finished run has failed sources."""
+        ti = context["ti"]
+        if not should_repair(RepairMode(self.repair), ti, self.retries):
+            return False
+        try:
+            summary = self._store().read_run_manifest(self._run_id(context))
+        except Exception as exc:  # no store yet: nothing to repair
+            self.log.debug("no run manifest to repair: %s", exc)
+            return False
+        if summary is None:
+            return False
+        sources = summary.get("sources") or {}
+        bad = int(sources.get("failed", 0)) + int(sources.get("suppressed", 0))
+        if bad:
+            self.log.info(
+                "Try %s follows a manual clear (repair=%r): repairing %d failed or suppressed "
+                "source(s) of run %s; PRESENT outputs are kept",
+                getattr(ti, "try_number", "?"),
+                self.repair,
+                bad,
+                summary.get("run_id"),
+            )
+        return bool(bad)
 
     def _run_embedded(self, plan: PlanRecord) -> None:
         """Run the driver as a child process (its own process group) with a local Ray."""
@@ -328,6 +377,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             store.uri,
             "--run-id",
             plan.run_id,
+            *self._driver_args,
         ]
         self.log.info("Starting the embedded driver: %s", " ".join(cmd))
         self._proc = subprocess.Popen(
@@ -387,6 +437,9 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         entrypoint = (
             f"python -m {DRIVER_MODULE} --run-store {_quote(store.uri)} --run-id {_quote(run_id)}"
         )
+        if self._driver_args:
+            extra = [*self._driver_args, "--job-id", sid]
+            entrypoint += " " + " ".join(_quote(a) for a in extra)
         ti = context["ti"]
         metadata = {
             "rayorch_run_id": run_id,
