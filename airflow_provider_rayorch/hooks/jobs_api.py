@@ -62,7 +62,9 @@ class TokenChoice:
         )
 
 
-def _verify_setting(verify: bool | str) -> bool | str:
+def _verify_setting(verify: bool | str | None) -> bool | str:
+    if verify is None:  # the connection form stores an empty field as null
+        return True
     if isinstance(verify, str) and verify.strip().lower() in ("true", "1", "yes", ""):
         return True
     if isinstance(verify, str) and verify.strip().lower() in ("false", "0", "no"):

@@ -126,7 +126,7 @@ class RayOrchSettings:
             ray_init_kwargs=_as_dict(extra.get("ray_init_kwargs"), "ray_init_kwargs"),
             dashboard_url=(extra.get("dashboard_url") or None),
             verify=extra.get("verify", True),
-            timeout=float(extra.get("timeout", 10.0)),
+            timeout=float(extra.get("timeout") or 10.0),  # the form stores empty as null
         )
 
 

@@ -117,3 +117,18 @@ def test_form_keeps_the_port_so_the_test_button_works() -> None:
     assert "port" not in behaviour["hidden-fields"]
     assert behaviour["relabeling"]["port"] == "Ray Jobs API port"
     assert {"login", "schema"} <= set(behaviour["hidden-fields"])
+
+
+def test_a_connection_saved_by_the_form_with_empty_fields_works(monkeypatch) -> None:
+    """The form stores every empty extra field as null (seen on Airflow 3.3.2)."""
+    from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+
+    extra = dict.fromkeys(_conn()["conn-fields"])
+    conn = {"conn_type": "rayorch", "host": "http://127.0.0.1:1", "extra": extra}
+    monkeypatch.setenv("AIRFLOW_CONN_FORM_MADE", json.dumps(conn))
+    hook = RayOrchHook("form_made")
+    assert hook.settings.timeout == 10.0
+    ok, message = hook.test_connection()
+    assert not ok
+    assert "cannot reach the Ray Jobs API" in message  # not a complaint about `verify`
+    assert "verify" not in message
