@@ -228,7 +228,7 @@ def run_raydata(
     import ray
     import ray.data
 
-    from .systems_raydata import blocks_for, pool, quiet
+    from .systems.raydata import blocks_for, pool, quiet
 
     quiet()
     parts = max(1, int(ray.cluster_resources().get("CPU", 2)))
@@ -352,7 +352,7 @@ def daft_build(w: Workload, rows: list[dict[str, Any]], partitions: int) -> Any:
 def run_daft(
     w: Workload, rows: list[dict[str, Any]], want: dict[int, str], rounds: int, partitions: int
 ) -> dict[str, Any]:
-    from .systems_daft import use_ray
+    from .systems.daft import use_ray
 
     use_ray()
     times, ok = [], True
@@ -368,7 +368,7 @@ def run_all(
     w: Workload, *, systems: tuple[str, ...] | None, rounds: int, daft_partitions: int = 16
 ) -> dict[str, Any]:
     """Workload 3 on ``w``'s layout and costs (``w.docs`` documents)."""
-    from .sections import AVAILABLE, OURS, PAPER
+    from .systems import AVAILABLE, OURS, PAPER, XENNA, xenna
 
     docs = w.docs
     doc_list = make_docs(w)
@@ -386,6 +386,8 @@ def run_all(
         PAPER: lambda: run_rayorch("rayorch", w, rows, want, rounds),
         "Ray Data": lambda: run_raydata(w, rows, want, rounds),
         "Daft": lambda: run_daft(w, rows, want, rounds, daft_partitions),
+        # Xenna: one stateful stage regroups tables into pages and pages into documents.
+        XENNA: lambda: xenna.run_nested(w, rounds),
     }
     for name, runner in plan.items():
         if systems is not None and name not in systems:

@@ -53,7 +53,7 @@ def run_raydata(
     import ray
     import ray.data
 
-    from .systems_raydata import pool, quiet
+    from .systems.raydata import pool, quiet
 
     quiet()
     parts = max(1, int(ray.cluster_resources().get("CPU", 2)))
@@ -93,7 +93,7 @@ def run_daft(
     import daft
     from daft import DataType, col
 
-    from .systems_daft import use_ray
+    from .systems.daft import use_ray
 
     use_ray()
 

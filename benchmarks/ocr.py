@@ -115,7 +115,7 @@ def _text(outputs: list[Any]) -> list[str]:
 
 
 def run_all(docs: int, *, systems: tuple[str, ...] | None, rounds: int) -> dict[str, Any]:
-    from .sections import AVAILABLE, OURS, PAPER
+    from .systems import AVAILABLE, OURS, PAPER
 
     why = available()
     out: dict[str, Any] = {"systems": {}, "skipped": {}}

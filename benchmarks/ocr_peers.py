@@ -138,7 +138,7 @@ def run_raydata(paths: list[str], *, rounds: int) -> dict[str, Any]:
     import ray
     import ray.data
 
-    from .systems_raydata import pool, quiet
+    from .systems.raydata import pool, quiet
 
     quiet()
     parts = max(1, int(ray.cluster_resources().get("CPU", 2)))
@@ -188,7 +188,7 @@ def run_daft(paths: list[str], *, rounds: int) -> dict[str, Any]:
     import daft
     from daft import DataType, col
 
-    from .systems_daft import use_ray
+    from .systems.daft import use_ray
 
     use_ray()
     py = DataType.python()

@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .goals import evaluate
+from .results import section_of
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from .results import CurveResult
 
 __all__ = ["write_report"]
 
@@ -73,7 +76,7 @@ def _markdown(r: dict[str, Any], images: list[str]) -> list[str]:
     ]
     goals = evaluate(r)
     if goals:
-        lines += ["## Goals (issue 6)", ""]
+        lines += ["## Goals (issue 14)", ""]
         lines += _table(
             ["goal", "target", "measured", "met"],
             [[g["goal"], g["target"], g["measured"], g["met"]] for g in goals],
@@ -82,6 +85,7 @@ def _markdown(r: dict[str, Any], images: list[str]) -> list[str]:
     lines += _tuning(r.get("tuning"))
     lines += _scaling(r.get("scaling"))
     lines += _ablations(r.get("ablations"))
+    lines += _curve(section_of(r, "containment_curve"))
     lines += _nested(r.get("nested"))
     lines += _ocr(r.get("ocr"))
     lines += _overhead(r.get("overhead"))
@@ -106,8 +110,8 @@ def _e2e(e: dict[str, Any] | None) -> list[str]:
         f"{w['model_batch']}), render x{w['render_replicas']} (batch {w['render_batch']}), "
         f"write x{w['write_replicas']}. Ideal (makespan lower bound): "
         f"{_f(e['ideal']['bound_s'])} s. Median of the rounds; *cold* includes starting the "
-        "actors, *warm* reuses them (Ray Data and Daft restart theirs on every execution, so "
-        "their warm run is a second execution in a warm process).",
+        "actors, *warm* reuses them (Ray Data, Daft and Xenna restart theirs on every "
+        "execution, so their warm run is a second execution in a warm process).",
         "",
     ]
     rows = []
@@ -158,6 +162,16 @@ def _e2e(e: dict[str, Any] | None) -> list[str]:
         lines.append(f"- skipped {k}: {v}")
     for k, v in e.get("errors", {}).items():
         lines.append(f"- error in {k}: {v}")
+    for name, fig in e["systems"].items():
+        cpu = fig["cold"].get("cpu_per_worker")
+        if cpu is not None:
+            pinned = ", ".join(f"{k} x{v}" for k, v in fig["cold"].get("workers", {}).items())
+            lines.append(
+                f"- {name}: every stage pinned ({pinned}), {cpu} CPU per worker; pinned "
+                "workers stand in for the emulated accelerators (it cannot reserve a custom "
+                "Ray resource); its own Ray in its own Python 3.12 venv, started by the suite "
+                "as a subprocess"
+            )
     par = e.get("peer_parallelism")
     if par:
         lines.append(
@@ -312,6 +326,56 @@ def _ablations(a: dict[str, Any] | None) -> list[str]:
             "",
         ]
     return lines
+
+
+def _curve(c: CurveResult | None) -> list[str]:
+    if not c or not c.get("points"):
+        return []
+    lines = [
+        "## Containment curve (workload 5, this engine, warm, paired rounds)",
+        "",
+        "Documents of one length against the in-flight window (page-model actors x batches "
+        "in flight x batch 16); every page of a poisoned document fails. *Queued share*: the "
+        "poisoned documents' siblings the page model did not run with containment (still "
+        "queued, or withdrawn before their batch started) over all their siblings, measured; "
+        "*estimate*: max(0, pages - window) / (pages - 1). *Bound*: the saving of the cost "
+        "model's makespan lower bound when exactly those pages are removed (suppressed work "
+        f"over total work). {c['rounds']} paired round(s) per point.",
+        "",
+    ]
+    rows = [
+        [
+            p["label"],
+            f"{p['docs']} x {p['pages_per_doc']}",
+            f"{p['accelerators']} x {p['in_flight']} x 16 = {p['window_pages']}",
+            f"{p['poisoned_docs']} ({p['poisoned_siblings']} siblings)",
+            _f(p["queued_share_estimate"], 2, pct=True),
+            _f(p["queued_share"], 2, pct=True),
+            _f(p["queued_of_all_pages"], 2, pct=True),
+            _f(p["saving_mean"], 2, pct=True),
+            _f(p["bound"], 2, pct=True),
+            f"{_f(p['on_s'])} / {_f(p['off_s'])}",
+            "yes" if p["correct"] else "NO",
+        ]
+        for p in c["points"]
+    ]
+    lines += _table(
+        [
+            "point",
+            "docs x pages",
+            "window (pages)",
+            "poisoned docs",
+            "queued est.",
+            "queued (measured)",
+            "of all pages",
+            "saving",
+            "bound",
+            "on / off s",
+            "outputs ok",
+        ],
+        rows,
+    )
+    return [*lines, ""]
 
 
 def _nested(n: dict[str, Any] | None) -> list[str]:
@@ -587,6 +651,23 @@ def _plots(r: dict[str, Any], out: Path) -> list[str]:
         fig.savefig(out / "ablations.png", dpi=110)
         plt.close(fig)
         made.append("ablations.png")
+    cc = r.get("containment_curve")
+    if cc and cc.get("points"):
+        pts = sorted(cc["points"], key=lambda p: p["queued_share"])
+        fig, ax = plt.subplots(figsize=(6, 4))
+        xs = [100 * p["queued_share"] for p in pts]
+        ax.plot(xs, [100 * (p["saving_mean"] or 0.0) for p in pts], "o-", label="measured saving")
+        ax.plot(xs, [100 * p["bound"] for p in pts], "k--", label="bound (cost model)")
+        for p, x in zip(pts, xs, strict=True):
+            ax.annotate(p["label"], (x, 100 * p["bound"]), fontsize=6, rotation=15)
+        ax.set_xlabel("poisoned siblings still queued when the failure reports (%)")
+        ax.set_ylabel("paired E2E saving (%)")
+        ax.set_title("Containment, workload 5")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "containment.png", dpi=110)
+        plt.close(fig)
+        made.append("containment.png")
     sim = r.get("simulator")
     if sim and sim.get("extrapolation"):
         pts = sim["extrapolation"]

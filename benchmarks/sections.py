@@ -10,19 +10,20 @@ import time
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
-from . import systems_daft, systems_raydata, systems_rayorch
 from .measure import median_of
+from .systems import AVAILABLE, OURS, PAPER, RUNNERS, TUNABLE, XENNA, pick_systems, versions
+from .systems import daft as systems_daft
+from .systems import raydata as systems_raydata
+from .systems import rayorch as systems_rayorch
 from .workload import CostModel, Workload, ideal_seconds, make_docs
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from .measure import Measurement
     from .sizes import Size
 
 __all__ = [
-    "SYSTEMS",
     "ablations",
+    "containment_curve",
     "e2e",
     "nested",
     "ocr",
@@ -33,75 +34,6 @@ __all__ = [
     "tuning",
     "versions",
 ]
-
-OURS = "this engine"
-PAPER = "rayorch (paper)"
-SYSTEMS = (OURS, PAPER, "Ray Data", "Daft")
-
-
-def _paper_available() -> bool:
-    try:
-        importlib.import_module("rayorch")
-    except ImportError:
-        return False
-    return True
-
-
-AVAILABLE: dict[str, Callable[[], bool]] = {
-    OURS: lambda: True,
-    PAPER: _paper_available,
-    "Ray Data": systems_raydata.available,
-    "Daft": systems_daft.available,
-}
-
-RUNNERS: dict[str, Callable[..., list[Measurement]]] = {
-    OURS: lambda w, **_: systems_rayorch.run_pair(OURS, w),
-    PAPER: lambda w, **_: systems_rayorch.run_pair(PAPER, w),
-    "Ray Data": systems_raydata.run_pair,
-    "Daft": systems_daft.run_pair,
-}
-#: Peers whose input parallelism (Ray Data blocks, Daft partitions) the
-#: ``tuning`` section sweeps before the comparison.
-TUNABLE = ("Ray Data", "Daft")
-
-
-def versions() -> dict[str, str | None]:
-    import ray
-
-    import airflow_provider_rayorch
-
-    def version_of(module: str) -> str | None:
-        try:
-            return str(getattr(importlib.import_module(module), "__version__", "?"))
-        except ImportError:
-            return None
-
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        ours = version("airflow-provider-rayorch")
-    except PackageNotFoundError:
-        ours = getattr(airflow_provider_rayorch, "__version__", "?")
-    return {
-        OURS: f"airflow-provider-rayorch {ours}",
-        "ray": ray.__version__,
-        PAPER: version_of("rayorch"),
-        "Ray Data": ray.__version__ if systems_raydata.available() else None,
-        "Daft": version_of("daft"),
-        "matplotlib": version_of("matplotlib"),
-    }
-
-
-def pick_systems(wanted: tuple[str, ...] | None) -> tuple[list[str], dict[str, str]]:
-    chosen, skipped = [], {}
-    for name in SYSTEMS:
-        if wanted is not None and name not in wanted:
-            skipped[name] = "not selected (--systems)"
-        elif not AVAILABLE[name]():
-            skipped[name] = "not installed (pip install -e '.[bench]')"
-        else:
-            chosen.append(name)
-    return chosen, skipped
 
 
 # -- workload 1: end to end ---------------------------------------------------
@@ -194,9 +126,9 @@ def tuning(
 def scaling(
     spec: Size, results: dict[str, Any], *, systems: tuple[str, ...] | None
 ) -> dict[str, Any]:
-    from .simulator import simulate
+    from .simulator import config_from_results, simulate
 
-    cfg = sim_config(results)
+    cfg = config_from_results(results)
     docs = make_docs(spec.scaling)
     points = []
     for a in spec.scaling_accelerators:
@@ -261,7 +193,7 @@ def ablations(
     spec: Size, results: dict[str, Any], *, systems: tuple[str, ...] | None
 ) -> dict[str, Any]:
     from .ablations import shuffled_queues, shuffled_ready_order
-    from .simulator import simulate
+    from .simulator import config_from_results, simulate
 
     w = spec.w1
     rounds = spec.ablation_rounds
@@ -289,7 +221,7 @@ def ablations(
         },
         rounds,
     )
-    cfg = sim_config(results)
+    cfg = config_from_results(results)
     sim_shuffled = simulate(w, cfg, ready_queue=shuffled_queues()).makespan_s
     sim_fifo = simulate(w, cfg).makespan_s
     docs5 = make_docs(spec.w5)
@@ -383,7 +315,7 @@ def overhead(
     args = argparse.Namespace(batch_size=256, replicas=2, input_batch_size=500, max_active=2)
     noop_sources = [list(range(spec.noop_children)) for _ in range(spec.noop_sources)]
     engines = {OURS: "airflow_provider_rayorch.rayorch"}
-    if _paper_available() and (systems is None or PAPER in systems):
+    if AVAILABLE[PAPER]() and (systems is None or PAPER in systems):
         engines[PAPER] = "rayorch"
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in engines}
     for _ in range(2 if spec.rounds > 1 else 1):
@@ -423,9 +355,10 @@ def _noop_peers(
     results: dict[str, Any],
     systems: tuple[str, ...] | None,
 ) -> dict[str, dict[str, Any]]:
-    """Workload 4 on Ray Data and Daft (one cold and one warm execution each), with
+    """Workload 4 on Ray Data, Daft and Xenna (one cold and one warm execution each), with
     the input cut as the ``tuning`` section found fastest (16 without it)."""
     from . import noop_peers
+    from .systems import xenna as systems_xenna
 
     best = (results.get("tuning") or {}).get("best", {})
     runners = {
@@ -434,6 +367,9 @@ def _noop_peers(
         ),
         "Daft": lambda n: noop_peers.run_daft(
             sources, batch_size=args.batch_size, replicas=args.replicas, partitions=n
+        ),
+        XENNA: lambda _: systems_xenna.run_noop(
+            sources, batch_size=args.batch_size, replicas=args.replicas
         ),
     }
     out: dict[str, dict[str, Any]] = {}
@@ -450,37 +386,12 @@ def _frac(a: float, b: float) -> float | None:
 
 
 # -- simulator ---------------------------------------------------------------------------
-def sim_config(results: dict[str, Any]) -> Any:
-    """The simulator's driver costs, measured on this engine.
-
-    Per Grain: the pure core's cost (workload 4). Per batch: what is left of the
-    driver's CPU time in this engine's warm workload-1 runs once the Grains are
-    paid for (submitting the actor call, serializing its arguments, handling
-    the report), divided by the batches. Defaults when a section did not run.
-    """
-    from .simulator import SimConfig
-
-    out = SimConfig()
-    pure = (results.get("overhead") or {}).get("pure_core", {}).get("grains_per_s")
-    if pure:
-        out = replace(out, driver_s_per_grain=1 / pure)
-    warm = (results.get("e2e") or {}).get("systems", {}).get(OURS, {}).get("warm", {})
-    cpu, calls = warm.get("driver_cpu_s"), warm.get("calls")
-    if cpu and calls:
-        rpcs = sum(c["rpcs"] for c in calls.values())
-        grains = sum(c["grains"] for c in calls.values())
-        per_batch = (cpu - grains * out.driver_s_per_grain) / rpcs if rpcs else 0.0
-        if per_batch > 0:
-            out = replace(out, driver_s_per_batch=per_batch)
-    return out
-
-
 def simulator(
     spec: Size, results: dict[str, Any], *, systems: tuple[str, ...] | None
 ) -> dict[str, Any]:
-    from .simulator import docs_for_pages, simulate
+    from .simulator import config_from_results, docs_for_pages, simulate
 
-    cfg = sim_config(results)
+    cfg = config_from_results(results)
     beside = {}
     w1 = spec.w1
     sim = simulate(w1, cfg)
@@ -533,3 +444,13 @@ def simulator(
         "big": big,
         "pages": spec.sim_pages,
     }
+
+
+# -- containment curve (workload 5 against the in-flight window) -----------------------------
+def containment_curve(
+    spec: Size, results: dict[str, Any], *, systems: tuple[str, ...] | None
+) -> dict[str, Any]:
+    """Containment's paired saving per queued share, beside its bound (containment_curve)."""
+    from . import containment_curve as curve
+
+    return dict(curve.run(spec.curve_base, spec.curve, spec.curve_rounds))

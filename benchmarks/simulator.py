@@ -34,7 +34,7 @@ from airflow_provider_rayorch.rayorch.runtime.events import (
     WorkerAdded,
 )
 
-from .systems_rayorch import make_pipeline
+from .systems.rayorch import make_pipeline
 from .workload import PageModel, Render, Split, Workload, Write, ideal_seconds, make_docs
 
 __all__ = ["SimConfig", "SimResult", "simulate"]
@@ -193,6 +193,29 @@ def docs_for_pages(w: Workload, pages: int) -> Workload:
     return replace(w, docs=max(1, round(pages / w.mean_pages)))
 
 
+def config_from_results(results: dict[str, Any]) -> SimConfig:
+    """The simulator's driver costs, measured on this engine (a suite results dict).
+
+    Per Grain: the pure core's cost (workload 4). Per batch: what is left of the
+    driver's CPU time in this engine's warm workload-1 runs once the Grains are
+    paid for (submitting the actor call, serializing its arguments, handling
+    the report), divided by the batches. Defaults when a section did not run.
+    """
+    out = SimConfig()
+    pure = (results.get("overhead") or {}).get("pure_core", {}).get("grains_per_s")
+    if pure:
+        out = replace(out, driver_s_per_grain=1 / pure)
+    warm = (results.get("e2e") or {}).get("systems", {}).get("this engine", {}).get("warm", {})
+    cpu, calls = warm.get("driver_cpu_s"), warm.get("calls")
+    if cpu and calls:
+        rpcs = sum(c["rpcs"] for c in calls.values())
+        grains = sum(c["grains"] for c in calls.values())
+        per_batch = (cpu - grains * out.driver_s_per_grain) / rpcs if rpcs else 0.0
+        if per_batch > 0:
+            out = replace(out, driver_s_per_batch=per_batch)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--accelerators", type=int, nargs="+", default=[64, 256, 1024])
@@ -208,10 +231,8 @@ def main() -> None:
     args = parser.parse_args()
     cfg = SimConfig()
     if args.calibration:
-        from .sections import sim_config
-
         with open(args.calibration) as fh:
-            cfg = sim_config(json.load(fh))
+            cfg = config_from_results(json.load(fh))
     if args.driver_grain_us is not None:
         cfg = replace(cfg, driver_s_per_grain=args.driver_grain_us * 1e-6)
     if args.driver_batch_ms is not None:

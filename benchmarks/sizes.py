@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from .containment_curve import CurvePoint
 from .workload import CostModel, Workload
 
 __all__ = ["SIZES", "Size"]
@@ -39,6 +40,11 @@ class Size:
     tune_peers: bool = False
     #: Workload 2: generated PDFs through real OCR (0: skipped).
     ocr_docs: int = 0
+    #: Containment curve (workload 5 with documents of one length against the
+    #: in-flight window), on ``curve_base``'s costs; paired rounds per point.
+    curve: tuple[CurvePoint, ...] = ()
+    curve_base: Workload = field(default_factory=Workload)
+    curve_rounds: int = 1
     notes: dict[str, str] = field(default_factory=dict)
 
 
@@ -76,6 +82,11 @@ SIZES: dict[str, Size] = {
         core_children=10,
         sim_accelerators=(64,),
         sim_pages=2_000,
+        curve=(
+            CurvePoint("short", docs=4, pages=4, accelerators=1, in_flight=1),
+            CurvePoint("long", docs=4, pages=40, accelerators=1, in_flight=1),
+        ),
+        curve_base=replace(_W1, cost=CostModel.zero()),
     ),
     "default": Size(
         w1=_W1,
@@ -96,5 +107,31 @@ SIZES: dict[str, Size] = {
         sim_pages=1_000_000,
         ocr_docs=8,
         tune_peers=True,
+        # 8 page-model actors x 2 batches of 16 in flight: a 256-page window. The
+        # paper-like point: 348-page documents leave an estimated 26.5% of a poisoned
+        # document's siblings beyond the window, and 8 of its 16 documents (half the
+        # pages) are poisoned, so about 13% of all pages (the paper's RQ4: 26.5%, 13.7%).
+        curve=(
+            CurvePoint("16-page documents", docs=200, pages=16, accelerators=8, in_flight=2),
+            CurvePoint("128-page documents", docs=24, pages=128, accelerators=8, in_flight=2),
+            CurvePoint(
+                "paper-like (RQ4): 348 pages",
+                docs=16,
+                pages=348,
+                accelerators=8,
+                in_flight=2,
+                poison_share=0.4,
+            ),
+            CurvePoint(
+                "348 pages, 1 batch in flight",
+                docs=16,
+                pages=348,
+                accelerators=8,
+                in_flight=1,
+                poison_share=0.4,
+            ),
+            CurvePoint("768-page documents", docs=8, pages=768, accelerators=8, in_flight=2),
+        ),
+        curve_rounds=3,
     ),
 }

@@ -23,23 +23,14 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from . import sections
+from . import registry
 from .sizes import SIZES
+from .systems import versions
 
 __all__ = ["main", "run_suite"]
 
 REPO = Path(__file__).resolve().parent.parent
-SECTIONS = (
-    "overhead",
-    "tuning",
-    "e2e",
-    "scaling",
-    "ablations",
-    "nested",
-    "ocr",
-    "simulator",
-    "startup",
-)
+SECTIONS = registry.SECTIONS
 
 
 def start_ray(accel: int = 16) -> bool:
@@ -117,7 +108,7 @@ def run_suite(
         "size": size,
         "command": command or f"python -m benchmarks.suite --size {size}",
         "environment": environment(),
-        "versions": sections.versions(),
+        "versions": versions(),
         "errors": {},
         "section_seconds": dict(previous.get("section_seconds", {})),
     }
@@ -133,10 +124,14 @@ def run_suite(
     owned = start_ray()
     t0 = time.perf_counter()
     try:
-        for name in only:
+        for section in registry.ordered(only):
+            name = section.name
+            missing = [n for n in section.needs if n not in results]
+            if missing:
+                print(f"[suite] {name} reads {missing}, not in these results: defaults", flush=True)
             began = time.perf_counter()
             try:
-                results[name] = getattr(sections, name)(spec, results, systems=systems)
+                results[name] = section.run(spec, results, systems)
             except Exception as exc:
                 results["errors"][name] = f"{type(exc).__name__}: {exc}"
                 traceback.print_exc()

@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .measure import Measurement, expected_digests, measure
-from .workload import PageModel, Render, Split, Workload, Write, make_docs
+from ..measure import Measurement, expected_digests, measure
+from ..workload import PageModel, Render, Split, Workload, Write, make_docs
 
 __all__ = ["available", "run_pair", "version"]
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from .measure import Measurement, expected_digests, measure
-from .workload import PageModel, Render, Split, Workload, Write, make_docs
+from ..measure import Measurement, expected_digests, measure
+from ..workload import PageModel, Render, Split, Workload, Write, make_docs
 
 __all__ = ["available", "run_pair", "version"]
 

@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from .measure import (
+from ..measure import (
     Measurement,
     all_actors_up,
     expected_digests,
@@ -21,7 +21,7 @@ from .measure import (
     host_cpu_times,
     measure,
 )
-from .workload import PageModel, Render, Split, Workload, Write, make_docs
+from ..workload import PageModel, Render, Split, Workload, Write, make_docs
 
 if TYPE_CHECKING:
     from types import ModuleType

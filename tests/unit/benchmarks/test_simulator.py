@@ -46,7 +46,7 @@ def test_one_model_stage_alone_reaches_its_bound_with_a_free_driver(accelerators
 
 def test_shuffled_queue_changes_order_not_outcomes() -> None:
     import airflow_provider_rayorch.rayorch as ro
-    from benchmarks.systems_rayorch import make_pipeline
+    from benchmarks.systems.rayorch import make_pipeline
 
     w = replace(SMALL, cost=CostModel.zero(), poison_share=0.3, poison_ordinal=1)
     rows = [{"doc": d.doc, "pages": d.pages, "poisoned": d.poisoned} for d in make_docs(w)]

@@ -42,6 +42,7 @@ def run_smoke_suite(out: Path) -> dict:
 @pytest.mark.timeout(600)
 def test_smoke_suite_writes_results_readme_and_plots(tmp_path: Path) -> None:
     from benchmarks.suite import SECTIONS
+    from benchmarks.systems import SYSTEMS
 
     results = run_smoke_suite(tmp_path)
 
@@ -53,17 +54,21 @@ def test_smoke_suite_writes_results_readme_and_plots(tmp_path: Path) -> None:
     systems = results["e2e"]["systems"]
     assert "this engine" in systems
     assert "this engine" not in peer_errors
-    every = {"this engine", "rayorch (paper)", "Ray Data", "Daft"}
-    assert set(systems) | set(skipped) | set(peer_errors) == every
+    assert set(systems) | set(skipped) | set(peer_errors) == set(SYSTEMS)
     for name, figures in systems.items():
         for mode in ("cold", "warm"):
             assert figures[mode]["correct"], (name, mode)
     assert all(p["correct"] for p in results["scaling"]["points"])
     assert results["ablations"]["containment"]["variants"]["on"]["correct"]
     assert results["overhead"]["pure_core"]["grains"] > 0
+    curve = results["containment_curve"]["points"]
+    assert curve
+    assert all(p["correct"] for p in curve)
+    assert all(0.0 <= p["queued_share"] <= 1.0 for p in curve)
     assert results["size"] == "smoke"
     readme = (tmp_path / "README.md").read_text()
     assert "Workload 1" in readme
+    assert "Containment curve" in readme
     try:
         import matplotlib  # noqa: F401  (the bench extra only)
     except ImportError:
