@@ -8,9 +8,11 @@ counted in log files the workers append to (see ``fault_udfs``), never timed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -250,14 +252,23 @@ def test_batch_hang_fails_its_rows_and_resends_the_queued_batch_without_charge(
 
 # -- withdrawal ------------------------------------------------------------------------------
 @pytest.fixture
-def signal_after_withdrawal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Each withdrawal is sent and acknowledged by the actor before the loop goes on;
-    once both doomed siblings (the in-flight one and the queued one) are withdrawn,
-    the file the in-flight sibling waits for is created."""
+def log_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "log"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def signal_after_withdrawal(tmp_path: Path, log_dir: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The withdrawals wait until the in-flight sibling has started (it logged its
+    page and now waits for the signal), each is acknowledged by the actor before the
+    loop goes on, and once both doomed siblings (the in-flight one and the queued one)
+    are withdrawn the file the in-flight sibling waits for is created."""
     signal_file = str(tmp_path / "withdrawn")
     withdrawn: list[int] = []
 
     def withdraw_then_signal(self: Any, command: Any) -> None:
+        wait_for(lambda: ran(log_dir).get("fault", 0) >= 1, 60, "the in-flight sibling starts")
         actor = self._actors[command.worker]
         ray.get(self._withdraw_call(actor, command))
         withdrawn.append(command.batch)
@@ -277,12 +288,10 @@ def signal_after_withdrawal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         pytest.param("hang", 2 * START_S + TIMEOUT_S + 30, id="hang"),
     ],
 )
-def test_withdrawal(tmp_path: Path, signal_after_withdrawal: str, mode: str, bound: float) -> None:
+def test_withdrawal(log_dir: Path, signal_after_withdrawal: str, mode: str, bound: float) -> None:
     """doc 0: page 0 is a GroupFailure, page 1 is in flight and fails (``mode``) once
     the withdrawal reached the actor, page 2 is queued and withdrawn; doc 1 waits
     behind them on the same actor."""
-    log_dir = tmp_path / "log"
-    log_dir.mkdir()
     pipeline = fu.Siblings(
         str(log_dir), mode, signal_after_withdrawal, TIMEOUT_S if mode == "hang" else None
     )
@@ -424,27 +433,35 @@ def assert_resumed(store: RunStore, log_dir: Path, kept: frozenset[int]) -> None
     assert max(counts.values()) <= 2, counts
 
 
-def kill_driver_when(store: RunStore, log_dir: Path, ready: Any, what: str) -> frozenset[int]:
+def kill_driver_when(store: RunStore, ready: Any, what: str, logs: Path) -> frozenset[int]:
     """Start a driver, SIGKILL it once ``ready()`` holds; the microbatches committed."""
     import subprocess
 
-    proc = subprocess.Popen(
-        driver_argv(store),
-        cwd=ROOT,
-        env=engine_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    with open(logs, "w") as out:  # a file, not a pipe: a full pipe would stall the driver
+        proc = subprocess.Popen(
+            driver_argv(store),
+            cwd=ROOT,
+            env=engine_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
     try:
-        wait_for(lambda: ready() or proc.poll() is not None, 90, what)
-        if proc.poll() is not None:
-            _, err = proc.communicate()
-            pytest.fail(f"the driver ended before the kill: {err[-3000:]}")
+        deadline = time.monotonic() + 90
+        while not ready() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not ready():
+            state = "ended" if proc.poll() is not None else "was still running"
+            pytest.fail(
+                f"{what} did not happen within 90s; the driver {state}:\n"
+                + logs.read_text()[-4000:],
+                pytrace=False,
+            )
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=30)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
     return store.committed("run")
 
 
@@ -477,7 +494,10 @@ def test_driver_kill_then_resume(tmp_path: Path) -> None:
     flight; row 13 holds microbatch 3 so the kill lands mid-run)."""
     store, log_dir, gate = store_plan(tmp_path, "block", 13, active=2)
     kept = kill_driver_when(
-        store, log_dir, lambda: len(store.committed("run")) >= 2, "two microbatches committed"
+        store,
+        lambda: len(store.committed("run")) >= 2,
+        "two microbatches committed",
+        tmp_path / "driver.log",
     )
     assert {0, 1} <= kept
     assert 3 not in kept
@@ -496,7 +516,7 @@ def test_driver_hang_killed_then_resume(tmp_path: Path) -> None:
     def stuck() -> bool:
         return store.committed("run") == frozenset({0, 1}) and ran(log_dir).get(9, 0) >= 1
 
-    kept = kill_driver_when(store, log_dir, stuck, "the driver stuck at row 9")
+    kept = kill_driver_when(store, stuck, "the driver stuck at row 9", tmp_path / "driver.log")
     assert kept == frozenset({0, 1})
     gate.touch()
     resume(store)
