@@ -94,6 +94,7 @@ def rayorch_microbatch_group(
     local_head_num_cpus: int | None = None,
     deferrable: bool = True,
     poke_interval: float = 5.0,
+    repair: Any = "on_clear",
     submit_kwargs: Mapping[str, Any] | None = None,
     sensor_kwargs: Mapping[str, Any] | None = None,
 ) -> TaskGroup:
@@ -104,7 +105,9 @@ def rayorch_microbatch_group(
     rule ``all_done``) waits for the job, returns the run summary and judges the
     whole run against the same ratio. With ``local_head=True`` a ``ray_head`` setup
     task starts a loopback Ray head and a ``stop_ray_head`` teardown task stops it
-    after ``run``.
+    after ``run``. ``repair`` is the microbatch sensors' (docs/airflow/repair.md):
+    clearing a failed ``microbatch`` task instance with its downstream re-runs only
+    its FAILED and SUPPRESSED sources, and ``run`` waits for that repair.
     """
     with TaskGroup(group_id) as group:
         prefix = f"{group.group_id}." if group.group_id else ""
@@ -142,6 +145,7 @@ def rayorch_microbatch_group(
         sensors = RayOrchMicrobatchSensor.partial(
             task_id="microbatch",
             max_failed_ratio=max_failed_ratio,
+            repair=repair,
             **common,
             **extra,
         ).expand(microbatch=submit.output)

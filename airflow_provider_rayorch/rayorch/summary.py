@@ -1,5 +1,11 @@
 """Lineage summaries: the JSON documents pushed to XCom and written to manifests.
 
+A repaired microbatch's manifest also holds ``attempt`` (its committed attempt),
+``files`` (``{port: uri}``) and ``attempts`` (the history, see :mod:`.repair`); the
+run summary's ``microbatches`` entries of such microbatches carry ``attempt`` and
+``attempts`` (``{"attempt", "state", "at"}``), and a run repaired through the
+per-microbatch pattern gets ``repairs`` (the run store's repair records).
+
 Both builders return plain JSON values only (dict, list, str, int, float, bool,
 None), so ``json.loads(json.dumps(s)) == s`` always holds.
 """
@@ -103,12 +109,17 @@ def run_summary(
         for domain, n in part["entities"].items():
             entities[domain] = entities.get(domain, 0) + int(n)
         failures.extend(dict(f) for f in part["failures"])
-        listing.append(
-            {
-                **{k: int(v) for k, v in part["microbatch"].items()},
-                "state": summary_state(part["sources"], max_failed_ratio),
-            }
-        )
+        entry = {
+            **{k: int(v) for k, v in part["microbatch"].items()},
+            "state": summary_state(part["sources"], max_failed_ratio),
+        }
+        if part.get("attempts"):  # a repaired microbatch: its attempt and their states
+            entry["attempt"] = int(part.get("attempt") or 1)
+            entry["attempts"] = [
+                {"attempt": int(a["attempt"]), "state": a.get("state"), "at": a.get("at")}
+                for a in part["attempts"]
+            ]
+        listing.append(entry)
     return {
         "run_id": run_id,
         "pipeline": pipeline,

@@ -10,6 +10,7 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
 from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.ratio import judge_summary
+from airflow_provider_rayorch.common.repair import RepairMode, should_repair
 from airflow_provider_rayorch.common.states import SUMMARY_KEY, JobStatus
 from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded, RayOrchJobFailed
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
@@ -44,6 +45,13 @@ def judge(summary: Mapping[str, Any], max_failed_ratio: float, context: Context)
         _push_failed(context, verdict.summary)
         raise RayOrchFailedRatioExceeded(verdict.message)
     return verdict.summary
+
+
+def _has_failed(manifest: Mapping[str, Any] | None) -> bool:
+    if manifest is None:
+        return False
+    sources = manifest.get("sources") or {}
+    return int(sources.get("failed", 0)) + int(sources.get("suppressed", 0)) > 0
 
 
 def _real_job_id(job_id: str | None) -> str | None:
@@ -148,20 +156,73 @@ class RayOrchMicrobatchSensor(_RunStoreSensor):
     :param run_id: the run (XCom ``rayorch_run_id`` of the submit task; templated).
     :param run_store: the run store URI (XCom ``rayorch_run_store``; templated).
     :param job_id: the Ray job (XCom ``rayorch_job_id``), watched for an early end.
+    :param repair: ``"on_clear"`` (default): the first try after a manual clear of a
+        committed microbatch with FAILED or SUPPRESSED sources re-runs only those
+        (docs/airflow/repair.md); ``"always"``: any try that finds them; ``False``: never.
     """
 
     template_fields: Sequence[str] = ("microbatch", "run_id", "run_store", "job_id", "ray_address")
     ui_color = "#e3f1fd"
 
-    def __init__(self, *, microbatch: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, *, microbatch: Any, repair: Any = RepairMode.ON_CLEAR, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.microbatch = microbatch
+        self.repair = RepairMode.parse(repair).value
+
+    def _repair_if_cleared(self, context: Context) -> dict[str, Any] | None:
+        """On a repair try with a committed failed microbatch: repair it, return the new
+        manifest (None: not a repair try, or nothing to repair)."""
+        from airflow_provider_rayorch.sensors._repair import MicrobatchRepair
+
+        ti = context["ti"]
+        if not should_repair(RepairMode(self.repair), ti, self.retries):
+            return None
+        store = self._store()
+        if not _has_failed(store.read_manifest(self.run_id, self.index)):
+            return None
+        owner = (
+            f"{ti.dag_id}/{ti.run_id}/{ti.task_id}[{getattr(ti, 'map_index', -1)}]"
+            f" try {ti.try_number}"
+        )
+        repair = MicrobatchRepair(
+            hook=self.hook,
+            store=store,
+            run_id=self.run_id,
+            index=self.index,
+            owner=owner,
+            interval=float(self.poke_interval),
+            log=self.log,
+            deadline_s=float(self.timeout),
+        )
+        self.log.info(
+            "Try %s follows a manual clear (repair=%r): repairing the failed and suppressed "
+            "sources of microbatch %d; PRESENT outputs are kept",
+            ti.try_number,
+            self.repair,
+            self.index,
+        )
+        repair.wait_for_job(self._job)
+        repair.acquire()
+        try:
+            manifest = store.read_manifest(self.run_id, self.index)  # again, under the lease
+            if not _has_failed(manifest):
+                return manifest
+            assert manifest is not None
+            attempt = int(manifest.get("attempt") or 1) + 1
+            return repair.run(attempt, int(ti.try_number))
+        finally:
+            repair.release()
 
     @property
     def index(self) -> int:
         return int(self.microbatch["index"])
 
     def execute(self, context: Context) -> Any:
+        repaired = self._repair_if_cleared(context)
+        if repaired is not None:
+            return judge(repaired, self.max_failed_ratio, context)
         if not self.deferrable:
             return super().execute(context)
         manifest = self._store().read_manifest(self.run_id, self.index)
@@ -226,7 +287,29 @@ class RayOrchRunSensor(_RunStoreSensor):
     def _summary(self) -> dict[str, Any] | None:
         return self._store().read_run_manifest(self.run_id)
 
+    def _repaired_run(self) -> bool:
+        """The run has repair records and its first job wrote a run manifest: the
+        first job's id (maybe on a head that is gone) no longer matters."""
+        from airflow_provider_rayorch.rayorch.attempts import read_repairs
+
+        store = self._store()
+        return bool(read_repairs(store, self.run_id)) and self._summary() is not None
+
+    def _repairs_done(self) -> bool:
+        """No repair in the run store may still write; then rewrite the run manifest."""
+        from airflow_provider_rayorch.sensors._repair import repairs_pending
+
+        store = self._store()
+        pending = repairs_pending(store, self.run_id, self._job_status)
+        if pending:
+            self.log.info("Run %s waits for the repair of microbatch(es) %s", self.run_id, pending)
+            return False
+        _rewrite_run_manifest(store, self.run_id, self.max_failed_ratio)
+        return True
+
     def _ended(self) -> bool:
+        if self._repaired_run():
+            return self._repairs_done()
         job_id = self._job
         if job_id is None:
             if self._summary() is None and self.job_id is not None:
@@ -243,7 +326,7 @@ class RayOrchRunSensor(_RunStoreSensor):
         return status.is_terminal
 
     def execute(self, context: Context) -> Any:
-        if not self.deferrable or self._job is None:
+        if not self.deferrable or self._job is None or self._repaired_run():
             return super().execute(context)
         if self._ended():
             return judge(self._result(), self.max_failed_ratio, context)
@@ -292,3 +375,34 @@ class RayOrchRunSensor(_RunStoreSensor):
             )
         summary = {**summary, "job_status": summary.get("job_status") or JobStatus.SUCCEEDED.value}
         return judge(summary, self.max_failed_ratio, context)
+
+
+def _rewrite_run_manifest(store: RunStore, run_id: str, max_failed_ratio: float) -> None:
+    """The run task alone writes a repaired run's manifest: the sum of today's
+    microbatch manifests, with the run store's repair records under ``repairs``."""
+    from airflow_provider_rayorch.rayorch import summary as summaries
+    from airflow_provider_rayorch.rayorch.attempts import read_repairs
+    from airflow_provider_rayorch.rayorch.store import sanitize_message
+
+    old = store.read_run_manifest(run_id) or {}
+    result = summaries.run_summary(
+        store.manifests(run_id),
+        elapsed_s=float(old.get("elapsed_s") or 0.0),
+        run_id=run_id,
+        pipeline=old.get("pipeline"),
+        fingerprint=old.get("fingerprint"),
+        outputs_uri=(old.get("outputs") or {}).get("uri") or store.outputs_uri(run_id),
+        max_failed_ratio=max_failed_ratio,
+    )
+    result["repairs"] = [
+        {
+            "index": int(r["index"]),
+            "attempt": int(r.get("attempt") or 0),
+            "status": str(r.get("status")),
+            "job_id": r.get("job_id"),
+            "at": r.get("at"),
+            "message": None if r.get("message") is None else sanitize_message(str(r["message"])),
+        }
+        for r in read_repairs(store, run_id)
+    ]
+    store.write_run_manifest(run_id, result)

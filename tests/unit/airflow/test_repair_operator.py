@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shlex
 from types import SimpleNamespace
@@ -81,15 +83,20 @@ class _Cluster:
         self.hook.dashboard_job_url.return_value = None
         self.hook.submit_job.side_effect = self.submit
         self.hook.get_job_info.side_effect = self.info
-        self.hook.get_job_status.side_effect = lambda j: (self.info(j) or {"status": "MISSING"})[
-            "status"
-        ]
+        self.hook.get_job_status.side_effect = lambda j: (
+            self.hook.get_job_info(j) or {"status": "MISSING"}
+        )["status"]
+        self.hook.get_job_logs.side_effect = lambda j: self.logs.get(j, "")
         self.codes: dict[str, int] = {}
+        self.logs: dict[str, str] = {}
         self.entrypoints: list[str] = []
 
     def submit(self, entrypoint: str, *, submission_id: str, **kw: object) -> str:
         self.entrypoints.append(entrypoint)
-        self.codes[submission_id] = driver.main(shlex.split(entrypoint)[3:])
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.codes[submission_id] = driver.main(shlex.split(entrypoint)[3:])
+        self.logs[submission_id] = out.getvalue()
         return submission_id
 
     def info(self, job_id: str) -> dict[str, str] | None:

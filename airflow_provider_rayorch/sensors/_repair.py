@@ -1,0 +1,194 @@
+"""A microbatch task's repair try: wait for the run's job, take the run's repair lease,
+submit the driver's repair job, wait for it, and record every step in the run store.
+
+The repair job's id goes to the run store's repair record (not only to XCom), so
+the ``run`` task finds it on whatever head runs it: clearing pulls in the loopback
+head's setup, which comes up on a new address, while ``run`` still holds the first
+job's id. Waiting happens in the worker (the repair try is not deferred).
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_rayorch.common.polling import call_with_retries
+from airflow_provider_rayorch.common.states import JobStatus
+from airflow_provider_rayorch.exceptions import (
+    RayOrchCompileFailed,
+    RayOrchJobFailed,
+    RayOrchPipelineNotImportable,
+    RayOrchPlanChanged,
+)
+from airflow_provider_rayorch.rayorch.attempts import (
+    REPAIR_ACTIVE,
+    RepairLease,
+    read_repairs,
+    write_repair,
+)
+
+if TYPE_CHECKING:
+    import logging
+
+    from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+    from airflow_provider_rayorch.rayorch.store import RunStore
+
+__all__ = ["DRIVER_MODULE", "MicrobatchRepair", "repairs_pending"]
+
+DRIVER_MODULE = "airflow_provider_rayorch.rayorch.driver"
+
+
+def _driver_error(code: int, message: str) -> Exception:
+    from airflow_provider_rayorch.rayorch import driver
+
+    kinds: dict[int, type[Exception]] = {
+        driver.EXIT_IMPORT: RayOrchPipelineNotImportable,
+        driver.EXIT_COMPILE: RayOrchCompileFailed,
+        driver.EXIT_PLAN_CHANGED: RayOrchPlanChanged,
+    }
+    return kinds.get(code, RayOrchJobFailed)(message)
+
+
+def _error_line(text: str) -> dict[str, Any] | None:
+    import json
+
+    for line in reversed(text.splitlines()):
+        _, marker, payload = line.partition("RAYORCH_ERROR ")
+        if marker:
+            try:
+                return dict(json.loads(payload))
+            except ValueError:
+                return {"message": payload}
+    return None
+
+
+class MicrobatchRepair:
+    """One repair of microbatch ``index`` of ``run_id`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        hook: RayOrchHook,
+        store: RunStore,
+        run_id: str,
+        index: int,
+        owner: str,
+        interval: float,
+        log: logging.Logger | Any,
+        deadline_s: float,
+    ) -> None:
+        self.hook, self.store, self.run_id, self.index = hook, store, run_id, index
+        self.owner, self.interval, self.log = owner, max(float(interval), 0.05), log
+        self.deadline = time.monotonic() + float(deadline_s)
+        self.lease = RepairLease(store, run_id, owner)
+
+    def _status(self, job_id: str) -> JobStatus:
+        status = call_with_retries(
+            lambda: self.hook.get_job_status(job_id),
+            what=f"reading Ray job {job_id}",
+            interval=self.interval,
+            log=self.log,
+        )
+        return JobStatus.parse(status)
+
+    def _wait(self, what: str) -> None:
+        if time.monotonic() > self.deadline:
+            raise RayOrchJobFailed(f"repair of microbatch {self.index}: gave up waiting {what}")
+        time.sleep(self.interval)
+
+    def wait_for_job(self, job_id: str | None) -> None:
+        """Wait until the run's (first) job has ended: a repair never races it."""
+        if not job_id:
+            return
+        while (status := self._status(job_id)).is_active:
+            self.log.info("Repair waits for Ray job %s (%s) to end", job_id, status)
+            self._wait(f"for Ray job {job_id}")
+
+    def acquire(self) -> None:
+        """Take the run's repair lease (two cleared microbatches never race)."""
+        while not self.lease.acquire():
+            holder = (self.lease.holder() or {}).get("owner")
+            self.log.info("Repair waits for the run's repair lease, held by %s", holder)
+            self._wait(f"for the repair lease held by {holder}")
+
+    def run(self, attempt: int, try_number: int) -> dict[str, Any]:
+        """Submit the repair job, wait for it, return the new manifest."""
+        from airflow_provider_rayorch.operators._common import submission_id
+
+        sid = f"{submission_id(self.run_id, try_number)}-mb{self.index}-a{attempt}"
+        if self.hook.get_job_info(sid) is not None:
+            sid = f"{sid}-{int(time.time())}"  # Ray refuses to reuse a submission id
+        args = [
+            "python", "-m", DRIVER_MODULE, "--run-store", self.store.uri, "--run-id",
+            self.run_id, "--repair", str(self.index), "--job-id", sid,
+        ]  # fmt: skip
+        write_repair(
+            self.store, self.run_id, self.index, attempt=attempt, job_id=None,
+            status=REPAIR_ACTIVE, owner=self.owner,
+        )  # fmt: skip
+        try:
+            job_id = self.hook.submit_job(
+                shlex.join(args),
+                submission_id=sid,
+                metadata={"rayorch_run_id": self.run_id, "rayorch_repair": str(self.index)},
+            )
+        except Exception as exc:
+            self._record("failed", None, attempt, f"submit failed: {exc}")
+            raise
+        write_repair(
+            self.store, self.run_id, self.index, attempt=attempt, job_id=job_id,
+            status=REPAIR_ACTIVE, owner=self.owner,
+        )  # fmt: skip
+        self.log.info(
+            "Submitted repair job %s for microbatch %d (attempt %d)", job_id, self.index, attempt
+        )
+        while (status := self._status(job_id)).is_active:
+            self.lease.renew()
+            self._wait(f"for repair job {job_id}")
+        manifest = self.store.read_manifest(self.run_id, self.index) or {}
+        if status is JobStatus.SUCCEEDED and int(manifest.get("attempt") or 1) == attempt:
+            self._record("committed", job_id, attempt, None)
+            return manifest
+        error = self._job_error(job_id, status)
+        kind = "refused" if isinstance(error, RayOrchPlanChanged) else "failed"
+        self._record(kind, job_id, attempt, str(error))
+        raise error
+
+    def _job_error(self, job_id: str, status: JobStatus) -> Exception:
+        try:
+            logs = self.hook.get_job_logs(job_id)
+        except Exception:
+            logs = ""
+        error = _error_line(logs)
+        if error is not None and "exit_code" in error:
+            return _driver_error(int(error["exit_code"]), str(error.get("message")))
+        return RayOrchJobFailed(
+            f"repair job {job_id} of microbatch {self.index} ended {status} without committing "
+            "a new attempt; see the job's log"
+        )
+
+    def _record(self, status: str, job_id: str | None, attempt: int, message: str | None) -> None:
+        write_repair(
+            self.store, self.run_id, self.index, attempt=attempt, job_id=job_id,
+            status=status, owner=self.owner, message=message,
+        )  # fmt: skip
+
+    def release(self) -> None:
+        self.lease.release()
+
+
+def repairs_pending(store: RunStore, run_id: str, job_status: Any) -> list[int]:
+    """Microbatches whose repair may still write: a ``running`` record whose job is
+    active (``job_status(job_id)``), not submitted yet, or whose lease is still held."""
+    lease = RepairLease(store, run_id, owner="run task")
+    holder = lease.holder()
+    held = holder is not None and float(holder.get("expires") or 0.0) > time.time()
+    pending = []
+    for record in read_repairs(store, run_id):
+        if record.get("status") != REPAIR_ACTIVE:
+            continue
+        job_id = record.get("job_id")
+        if held or (job_id and JobStatus.parse(job_status(str(job_id))).is_active):
+            pending.append(int(record["index"]))
+    return pending
