@@ -23,8 +23,8 @@ import ray
 from ray.exceptions import RayActorError
 
 from ..errors import ExecutionError, ResourceUnavailableError
+from ..runtime.lowering import lower
 from .actor_start import DEFAULT_ACTOR_START_RETRIES, StartBudget, StartClock, start_order
-from .facts import needs_by_call
 from .protocol import CallSpec
 from .ray_worker import CONCURRENCY_GROUPS, PoolWorker
 
@@ -73,7 +73,7 @@ class ActorPools:
         self.epoch = 0
         self.losses = 0
         n_outputs = {m.id: m.num_outputs for m in plan.modules}
-        needs = needs_by_call(plan)
+        needs = lower(plan).needs_by_call()
         self._specs: dict[int, dict[int, CallSpec]] = {m.id: {} for m in plan.modules}
         for node in plan.calls:
             assert node.module is not None

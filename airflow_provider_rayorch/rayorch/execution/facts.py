@@ -5,47 +5,21 @@ stay in the object store, so the worker that made a value reports its length
 (or its type's name when ``F.expand`` cannot split it) and its truth with the
 batch's reply. Values reached through expands (an expand of an expand's child,
 a filter whose mask is an expanded list) need the same facts one level down:
-``PortNeeds`` says, per Call output Port, to which depth, and ``fact_tree``
-computes them. The driver never fetches a payload to schedule.
+the lowering says, per Call output Port, to which depth
+(``runtime.lowering.lower(plan).needs_by_call()``, a ``PortNeeds`` each), and
+``fact_tree`` computes them. The driver never fetches a payload to schedule.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..program.plan import NodeKind
 from ..runtime.sequences import children_of, expansion_length
 
 if TYPE_CHECKING:
-    from ..program.plan import Plan
+    from ..runtime.value_needs import PortNeeds
 
-__all__ = ["PortNeeds", "fact_tree", "length_fact", "needs_by_call"]
-
-
-@dataclass(frozen=True, slots=True)
-class PortNeeds:
-    """Facts wanted of each value of one Call output Port.
-
-    ``lengths`` is how many levels need lengths (1: the value's own, 2: also each
-    element's, ...); ``truths`` the levels whose truth a filter reads (0: the value
-    itself, 1: each element, ...)."""
-
-    lengths: int = 0
-    truths: frozenset[int] = frozenset()
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (PortNeeds, (self.lengths, self.truths))
-
-    @property
-    def depth(self) -> int:
-        """Levels the facts reach (0: none)."""
-        return max(self.lengths, max(self.truths, default=-1) + 1)
-
-    @property
-    def flat(self) -> bool:
-        """Only the value's own facts are wanted (the common, cheap case)."""
-        return self.depth <= 1
+__all__ = ["fact_tree", "length_fact"]
 
 
 def length_fact(value: Any) -> int | str:
@@ -74,39 +48,3 @@ def fact_tree(value: Any, needs: PortNeeds, level: int = 1) -> list[Any] | None:
         ]
         for e in elements
     ]
-
-
-def needs_by_call(plan: Plan) -> dict[int, tuple[PortNeeds, ...]]:
-    """For each Call, the facts each output Port's values must come back with."""
-    lengths: dict[int, int] = {}
-    truths: dict[int, set[int]] = {}
-
-    def walk(origin: int, port: int, level: int, gathered: int) -> None:
-        for node in plan.consumers(port):
-            kind = node.kind
-            if kind is NodeKind.EXPAND:
-                out = node.outputs[node.inputs.index(port)]
-                if gathered:  # expanding a reduce's list: its members, as they were
-                    walk(origin, out, level, gathered - 1)
-                else:
-                    lengths[origin] = max(lengths.get(origin, 0), level + 1)
-                    walk(origin, out, level + 1, 0)
-            elif kind is NodeKind.FILTER:
-                if port == node.inputs[1] and not gathered:
-                    truths.setdefault(origin, set()).add(level)
-                if port == node.inputs[0]:
-                    walk(origin, node.outputs[0], level, gathered)
-            elif kind is NodeKind.BROADCAST:
-                walk(origin, node.outputs[0], level, gathered)
-            elif kind is NodeKind.REDUCE and port in node.inputs:
-                out = node.outputs[node.inputs.index(port)]
-                walk(origin, out, level, gathered + 1)
-
-    result: dict[int, tuple[PortNeeds, ...]] = {}
-    for node in plan.calls:
-        for port in node.outputs:
-            walk(port, port, 0, 0)
-        result[node.id] = tuple(
-            PortNeeds(lengths.get(p, 0), frozenset(truths.get(p, ()))) for p in node.outputs
-        )
-    return result

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .facts import PortNeeds
+    from ..runtime.value_needs import PortNeeds
 
 __all__ = [
     "CallSpec",

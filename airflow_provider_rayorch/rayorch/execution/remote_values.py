@@ -106,7 +106,7 @@ class RayValues(ValueOps):
 
     def __init__(self, fetch: Any) -> None:
         #: fetch(value) -> the concrete value: a slow path for facts no node of the
-        #: plan asked for (``facts.needs_by_call`` asks for every one it reads).
+        #: plan asked for (``lower(plan).needs_by_call()`` asks for every one it reads).
         self._fetch = fetch
 
     def split(self, value: Any) -> list[Any] | None:

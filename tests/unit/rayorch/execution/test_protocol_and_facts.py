@@ -7,13 +7,7 @@ from typing import Any
 
 import pytest
 
-import airflow_provider_rayorch.rayorch as ro
-from airflow_provider_rayorch.rayorch.execution.facts import (
-    PortNeeds,
-    fact_tree,
-    length_fact,
-    needs_by_call,
-)
+from airflow_provider_rayorch.rayorch.execution.facts import fact_tree, length_fact
 from airflow_provider_rayorch.rayorch.execution.protocol import (
     CallSpec,
     Done,
@@ -24,6 +18,7 @@ from airflow_provider_rayorch.rayorch.execution.protocol import (
     Task,
 )
 from airflow_provider_rayorch.rayorch.runtime.events import WITHDRAWN
+from airflow_provider_rayorch.rayorch.runtime.value_needs import PortNeeds
 
 
 @pytest.mark.parametrize(
@@ -61,36 +56,3 @@ def test_fact_trees_reach_the_levels_asked_for() -> None:
     ]
     assert fact_tree([[1]], PortNeeds(1)) is None
     assert fact_tree(5, needs) is None
-
-
-class Nest:
-    def run(self, docs: list[Any]) -> tuple[list[Any], list[Any]]:
-        return docs, docs
-
-
-class Leaf:
-    def run(self, items: list[Any]) -> list[Any]:
-        return items
-
-
-class Nested(ro.Pipeline):
-    def __init__(self) -> None:
-        self.nest = ro.RayModule(Nest).returns(2)
-        self.leaf = ro.RayModule(Leaf)
-
-    def forward(self, doc: Any) -> Any:
-        lists, flags = self.nest(doc)
-        line, keep = ro.F.expand_aligned(lists, flags, domain="line")
-        words = ro.F.expand(ro.F.filter(line, keep), domain="word")
-        regrouped = ro.F.expand(ro.F.reduce(self.leaf(words)), domain="again")
-        return ro.F.reduce(ro.F.reduce(self.leaf(regrouped)))
-
-
-def test_needs_follow_expands_filters_and_reduces_of_the_plan() -> None:
-    plan = Nested().compile()
-    by_name = {n.name: needs_by_call(plan)[n.id] for n in plan.calls}
-    lists, flags = by_name["nest"]
-    assert lists == PortNeeds(lengths=2)  # expanded, then each line expanded again
-    assert flags == PortNeeds(lengths=1, truths=frozenset({1}))  # a mask one level down
-    # leaf's output is reduced then expanded again: the members, no length of theirs
-    assert by_name["leaf"][0] == PortNeeds()

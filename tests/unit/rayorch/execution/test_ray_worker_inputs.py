@@ -11,10 +11,10 @@ import ray
 from ray.exceptions import ObjectLostError, RaySystemError
 
 from airflow_provider_rayorch.rayorch.execution import ray_worker
-from airflow_provider_rayorch.rayorch.execution.facts import PortNeeds
 from airflow_provider_rayorch.rayorch.execution.protocol import CallSpec, InputsLost, Raised, Task
 from airflow_provider_rayorch.rayorch.execution.ray_worker import PoolWorker
 from airflow_provider_rayorch.rayorch.execution.remote_values import Box, RemoteValue
+from airflow_provider_rayorch.rayorch.runtime.value_needs import PortNeeds
 
 if TYPE_CHECKING:
     import pytest

@@ -1,20 +1,16 @@
-"""The lowered value needs: one rule per node kind, and the same answer as the Ray
-side's own analysis (``execution.facts.needs_by_call``) while that one exists."""
+"""The lowered value needs (one rule per node kind): what a backend whose values stay
+remote has its workers report."""
 
 from __future__ import annotations
 
 import pickle
 from typing import Any
 
-import pytest
-
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.runtime.lowering import lower
 from airflow_provider_rayorch.rayorch.runtime.value_needs import PortNeeds
 
-from ..program.pipelines import Doc
 from ..support import Identity, Pair
-from .test_lowering import EveryKind
 
 
 class Nested(ro.Pipeline):
@@ -46,25 +42,6 @@ class ExpandGathered(ro.Pipeline):
         return ro.F.reduce(self.pair(again, ro.F.broadcast(doc, like=again)))
 
 
-PIPELINES = [
-    pytest.param(EveryKind, id="every-kind"),
-    pytest.param(lambda: Doc(filtered=True), id="doc-filtered"),
-    pytest.param(Nested, id="nested"),
-    pytest.param(ExpandGathered, id="expand-gathered"),
-]
-
-
-def as_tuples(needs: dict[int, tuple[Any, ...]]) -> dict[int, list[tuple[int, frozenset[int]]]]:
-    return {call: [(n.lengths, n.truths) for n in ports] for call, ports in needs.items()}
-
-
-@pytest.mark.parametrize("make", PIPELINES)
-def test_the_lowered_needs_equal_the_ray_sides_analysis(make: Any) -> None:
-    facts = pytest.importorskip("airflow_provider_rayorch.rayorch.execution.facts")
-    plan = make().compile()
-    assert as_tuples(lower(plan).needs_by_call()) == as_tuples(facts.needs_by_call(plan))
-
-
 def test_nested_expands_need_lengths_two_levels_down_and_truths_at_their_level() -> None:
     plan = Nested().compile()
     needs = {c.node.name: c.needs for c in lower(plan).calls}
@@ -84,3 +61,36 @@ def test_port_needs_travel_as_themselves() -> None:
     needs = PortNeeds(2, frozenset({0, 1}))
     assert pickle.loads(pickle.dumps(needs)) == needs
     assert (needs.depth, needs.flat, PortNeeds(1).flat) == (2, False, True)
+
+
+class Nest:
+    def run(self, docs: list[Any]) -> tuple[list[Any], list[Any]]:
+        return docs, docs
+
+
+class Leaf:
+    def run(self, items: list[Any]) -> list[Any]:
+        return items
+
+
+class AlignedNested(ro.Pipeline):
+    def __init__(self) -> None:
+        self.nest = ro.RayModule(Nest).returns(2)
+        self.leaf = ro.RayModule(Leaf)
+
+    def forward(self, doc: Any) -> Any:
+        lists, flags = self.nest(doc)
+        line, keep = ro.F.expand_aligned(lists, flags, domain="line")
+        words = ro.F.expand(ro.F.filter(line, keep), domain="word")
+        regrouped = ro.F.expand(ro.F.reduce(self.leaf(words)), domain="again")
+        return ro.F.reduce(ro.F.reduce(self.leaf(regrouped)))
+
+
+def test_needs_follow_aligned_expands_filters_and_reduces_of_the_plan() -> None:
+    plan = AlignedNested().compile()
+    by_name = {n.name: lower(plan).needs_by_call()[n.id] for n in plan.calls}
+    lists, flags = by_name["nest"]
+    assert lists == PortNeeds(lengths=2)  # expanded, then each line expanded again
+    assert flags == PortNeeds(lengths=1, truths=frozenset({1}))  # a mask one level down
+    # leaf's output is reduced then expanded again: the members, no length of theirs
+    assert by_name["leaf"][0] == PortNeeds()
