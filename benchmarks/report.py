@@ -51,6 +51,7 @@ def _markdown(r: dict[str, Any], images: list[str]) -> list[str]:
         "",
         "```",
         "pip install -e '.[bench]'   # the peers, matplotlib and the OCR stack",
+        "bash scripts/setup-xenna.sh  # cosmos-xenna in its own Python 3.12 venv (.venv-xenna)",
         r.get("command", ""),
         "```",
         "",

@@ -3,12 +3,14 @@
     python -m benchmarks.suite --size default     # ~20 min on 2 cores -> docs/benchmarks/
     python -m benchmarks.suite --size smoke --out /tmp/bench   # seconds (CI)
 
-Sections: workload 1 end to end on every installed system (cold and warm,
-median of rounds), strong scaling on this engine beside the simulator,
-ablations (FIFO, batching policy, containment on workload 5), workload 3
-(nested), workload 2 (real OCR), engine overhead (workload 4) and the
-simulator's extrapolation.
-Peers that are not installed are skipped and listed in the results.
+Sections (``registry.REGISTRY``, each run after the sections it reads):
+workload 1 end to end on every installed system (cold and warm, median of
+rounds), strong scaling on this engine beside the simulator, ablations (FIFO,
+batching policy, containment on workload 5), the containment curve (workload 5's
+saving against the share of poisoned siblings still queued, beside its bound),
+workload 3 (nested), workload 2 (real OCR), engine overhead (workload 4) and the
+simulator's extrapolation. Peers that are not installed are skipped and listed
+in the results; cosmos-xenna needs ``bash scripts/setup-xenna.sh`` first.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ def start_ray(accel: int = 16) -> bool:
     paths = [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     ray.init(
+        # A new Ray: never one that ``ray start`` left on this (shared) machine.
+        address="local",
         num_cpus=2,
         resources={"accel": accel},
         include_dashboard=False,

@@ -199,6 +199,8 @@ def main() -> None:
         # dashboard, and finds the cluster by RAY_ADDRESS (other Rays run here).
         os.environ.update(XENNA_RAY_ENV)
         ray.init(
+            # A new Ray of its own: never one that ``ray start`` left on this machine.
+            address="local",
             num_cpus=req["cpus"],
             include_dashboard=True,
             log_to_driver=False,
