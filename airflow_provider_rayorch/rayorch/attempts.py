@@ -55,8 +55,13 @@ def _repair_path(store: RunStore, run_id: str, index: int) -> str:
 
 
 def write_repair(store: RunStore, run_id: str, index: int, **record: Any) -> dict[str, Any]:
-    """Write (replace) microbatch ``index``'s repair record; returns it."""
+    """Write (replace) microbatch ``index``'s repair record (its message stripped of
+    credential values); returns it."""
+    from .store import sanitize_message
+
     full = {"index": int(index), "at": _now(), "message": None, **record}
+    if full["message"] is not None:
+        full["message"] = sanitize_message(str(full["message"]))
     path = _repair_path(store, run_id, index)
     store._write_atomic(path, json.dumps(full, sort_keys=True).encode())
     return full

@@ -211,7 +211,11 @@ class RayOrchMicrobatchSensor(_RunStoreSensor):
                 return manifest
             assert manifest is not None
             attempt = int(manifest.get("attempt") or 1) + 1
-            return repair.run(attempt, int(ti.try_number))
+            try:
+                return repair.run(attempt, int(ti.try_number))
+            except Exception:
+                _push_failed(context, manifest)  # the XCom still shows the committed state
+                raise
         finally:
             repair.release()
 

@@ -175,3 +175,20 @@ def test_repair_always_repairs_on_a_retry_too(failed_run) -> None:
     summary = _op(cluster, state, retries=2, repair="always").execute(_ctx(2, 2))
     assert summary["state"] == "success"
     assert _calls(state) == [1, 1]
+
+
+def test_an_embedded_run_repairs_in_its_driver_process(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "fail-1").touch()
+    cluster = _Cluster(tmp_path)
+    cluster.hook.embedded = True
+    cluster.hook.settings = RayOrchSettings(address=None, run_store=str(tmp_path / "store"))
+    with pytest.raises(RayOrchFailedRatioExceeded):
+        _op(cluster, state).execute(_ctx(1, 0))
+    os.remove(state / "fail-1")
+    (state / "calls.log").unlink()
+    summary = _op(cluster, state).execute(_ctx(2, 1))  # cleared, retries=0
+    assert summary["state"] == "success"
+    assert _calls(state) == [1, 1]
+    assert cluster.entrypoints == []  # no job was submitted: the driver ran here

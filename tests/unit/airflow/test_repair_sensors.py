@@ -109,10 +109,11 @@ def test_an_automatic_retry_does_not_repair(failed_run) -> None:
 def test_a_repair_with_another_udf_is_refused_saying_what_changed(failed_run) -> None:
     cluster, store, state = failed_run
     (state / "config.json").write_text(json.dumps({"udf": "OtherPages"}))
-    ctx, _ = _ctx(try_number=2, max_tries=1)
+    ctx, pushed = _ctx(try_number=2, max_tries=1)
     with pytest.raises(RayOrchPlanChanged, match="module 'pages': udf changed from"):
         _sensor(cluster, store, 0).execute(ctx)
     assert read_repair(store, "r", 0)["status"] == "refused"
+    assert pushed["return_value"] == store.read_manifest("r", 0)  # the XCom keeps attempt 1
     assert store.read_manifest("r", 0)["attempt"] == 1
 
 

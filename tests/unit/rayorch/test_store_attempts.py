@@ -110,3 +110,11 @@ def test_repair_records_round_trip(tmp_path: Path, status: str) -> None:
     assert record["status"] == status
     assert record["job_id"] == "j"
     assert [r["index"] for r in read_repairs(store, "r")] == [3]
+
+
+def test_a_repair_record_never_holds_a_token(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path))
+    write_repair(store, "r", 0, status="failed", message="401: Authorization: Bearer s3cr3t")
+    text = (tmp_path / "r" / "repairs" / "mb-00000.json").read_text()
+    assert "s3cr3t" not in text
+    assert "[redacted]" in text
