@@ -44,6 +44,9 @@ __all__ = ["cpu_share", "layout", "main", "workload_from"]
 #: which it counts whole CPUs only: 1 of 2). All of them, as the other systems use the
 #: whole node (their light stages reserve no CPU at all).
 CPU_ALLOCATION = 1.0
+#: Workload 4: sources per call of the expanding stage (the no-op batch is 256 children;
+#: with one source per call, Xenna's per-task cost bounds the run).
+EXPAND_BATCH = 16
 #: What Xenna sets before it starts a local Ray (its README: needed on a cluster
 #: started by someone else): Ray must not touch CUDA_VISIBLE_DEVICES, and its state
 #: API must list up to 40,000 actors (Xenna asks for that many).
@@ -87,7 +90,7 @@ def _pipeline(req: Request, cpu: float) -> list[tuple[Any, int]]:
     if req["workload"] == "w4":
         b = int(req["params"]["batch_size"])
         return [
-            (st.ExpandSources(1, cpu), n["expand"]),
+            (st.ExpandSources(EXPAND_BATCH, cpu), n["expand"]),
             (st.NoOp(b, cpu), n["noop"]),
             (st.GatherSources(b, cpu), n["gather"]),
         ]
