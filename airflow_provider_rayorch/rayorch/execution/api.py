@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 
     from ..program.pipeline import Pipeline
     from ..program.plan import Plan
-    from ..runtime.core import Microbatch
     from ..runtime.lineage import ValueOps
     from ..runtime.scheduling import ReadyQueueFactory
+    from .driving import Delivery
 
 __all__ = ["Executor", "run"]
 
@@ -37,7 +37,7 @@ class Backend(Protocol):
     def open(self) -> None: ...
     def warm_up(self, timeout_s: float | None = None) -> None: ...
     def close(self) -> None: ...
-    def drive(self, core: Core) -> Iterator[Microbatch]: ...
+    def drive(self, core: Core) -> Iterator[Delivery]: ...
     def metrics(self) -> dict[str, Any]: ...
 
 
@@ -145,9 +145,9 @@ class Executor:
                 rare_full_collections(),
                 Progress(core.num_sources, enabled=self.progress) as progress,
             ):
-                for mb in self._backend.drive(core):
-                    progress.update(mb)
-                    yield microbatch_result(mb, self.plan.output_names, started)
+                for delivery in self._backend.drive(core):
+                    progress.update(delivery.microbatch)
+                    yield microbatch_result(delivery, self.plan.output_names, started)
             self.last_core = core
         finally:
             if owned:

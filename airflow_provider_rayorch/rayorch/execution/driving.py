@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ExecutionError
@@ -12,7 +13,25 @@ if TYPE_CHECKING:
 
     from ..runtime.core import Core, Microbatch
 
-__all__ = ["drive"]
+__all__ = ["Delivery", "deliver_as_held", "drive"]
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """A finished microbatch and its outputs as the backend hands them over.
+
+    The core's ``Microbatch`` keeps the values its lineage holds (on Ray: remote
+    references); a backend that fetches or converts them puts the result here and
+    never writes into the core's objects."""
+
+    microbatch: Microbatch
+    #: Per output Port: one entry per source, a value or an ``OutputIssue``.
+    outputs: list[list[Any]]
+
+
+def deliver_as_held(microbatch: Microbatch) -> Delivery:
+    """The delivery of a backend whose values are the outputs themselves (in-process)."""
+    return Delivery(microbatch, microbatch.outputs)
 
 
 def drive(
@@ -22,16 +41,18 @@ def drive(
     submit: Callable[[Dispatch], None],
     advance: Callable[[], list[Any]],
     has_work: Callable[[], bool],
-    deliver: Callable[[Microbatch], None] | None = None,
+    deliver: Callable[[Microbatch], Delivery | None] = deliver_as_held,
     withdraw: Callable[[Withdraw], None] | None = None,
     validate: bool = False,
-) -> Iterator[Microbatch]:
+) -> Iterator[Delivery]:
     """Register ``workers`` (id, module, capacity), start ``core`` and carry out its
-    commands until the run finishes, yielding microbatches as they complete.
+    commands until the run finishes, yielding each microbatch's delivery as it
+    completes.
 
     ``submit`` starts a batch, ``advance`` waits for (or runs) batches and returns the
     commands their events produced, ``has_work`` tells whether batches are pending,
-    ``deliver`` prepares a finished microbatch (e.g. fetches remote outputs),
+    ``deliver`` makes a finished microbatch's ``Delivery`` (e.g. fetches remote
+    outputs; None: not yet, the backend yields it later itself),
     ``withdraw`` tells workers which rows of their queued batches to skip;
     ``validate`` checks the core's invariants after registration and start (a
     testing backend checks them after each later event itself).
@@ -54,10 +75,9 @@ def drive(
                 if withdraw is not None:
                     withdraw(command)
             elif kind is MicrobatchDone:
-                microbatch = command.microbatch
-                if deliver is not None:
-                    deliver(microbatch)
-                yield microbatch
+                delivery = deliver(command.microbatch)
+                if delivery is not None:
+                    yield delivery
             elif kind is Abort:
                 raise command.error
             elif kind is RunFinished:

@@ -17,14 +17,14 @@ from ..runtime.events import (
     WorkerLost,
 )
 from ..runtime.lineage import ValueOps
-from .driving import drive
+from .driving import Delivery, drive
 from .worker import instantiate, run_batch
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from ..program.plan import Plan
-    from ..runtime.core import Core, Microbatch
+    from ..runtime.core import Core
 
 __all__ = ["Chaos", "LocalBackend"]
 
@@ -83,7 +83,7 @@ class LocalBackend:
     def metrics(self) -> dict[str, Any]:
         return {"backend": "local", "workers_lost": self.losses}
 
-    def drive(self, core: Core) -> Iterator[Microbatch]:
+    def drive(self, core: Core) -> Iterator[Delivery]:
         """Run ``core`` to the end, yielding microbatches as they complete."""
         rng = random.Random(self.chaos.seed) if self.chaos else None
         pending: deque[Dispatch] = deque()

@@ -36,7 +36,7 @@ from ..runtime.events import (
 )
 from .actor_pool import ActorPools, death_message
 from .actor_start import DEFAULT_ACTOR_START_RETRIES
-from .driving import drive
+from .driving import Delivery, drive
 from .hang_watch import HangWatch
 from .lineage_recovery import LineageRecovery, Recipe, Waiter
 from .protocol import Done, Raised, Rejected, Reply, Task
@@ -103,9 +103,10 @@ class RayBackend:
         self._epoch = 0
         #: Hang probe reference -> the worker asked.
         self._probes: dict[Any, str] = {}
-        #: Microbatches whose outputs wait for a recomputation, and those released.
+        #: Microbatches whose outputs wait for a recomputation, and the deliveries
+        #: of those whose outputs came back since.
         self._held: dict[int, Microbatch] = {}
-        self._released: list[Microbatch] = []
+        self._released: list[Delivery] = []
         self._output_losses: dict[int, int] = {}
         #: Rows of queued batches the workers skipped (a sibling's GroupFailure).
         self.skipped = 0
@@ -175,7 +176,7 @@ class RayBackend:
         }
 
     # -- driving ------------------------------------------------------------------
-    def drive(self, core: Core) -> Iterator[Microbatch]:
+    def drive(self, core: Core) -> Iterator[Delivery]:
         self._epoch = self.pools.next_epoch()
         inflight: dict[Any, _InFlight] = {}
         if self.pools.starting:  # actors that came up since the last run
@@ -183,7 +184,7 @@ class RayBackend:
             done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
             self.pools.came_up(done)
         workers = [(k, self.pools.module_of[k], None) for k in self.pools.up]
-        for mb in drive(
+        for delivery in drive(
             core,
             workers,
             submit=lambda command: self._submit(command, inflight),
@@ -193,8 +194,7 @@ class RayBackend:
             deliver=self._deliver,
             withdraw=self._withdraw,
         ):
-            if id(mb) not in self._held:
-                yield mb
+            yield delivery
             yield from self._take_released()
         while self._held:  # outputs still being recomputed: nothing else to do now
             if not self.recovery.busy():
@@ -291,9 +291,9 @@ class RayBackend:
             return []
         if waiter.failed:
             raise ExecutionError(f"outputs of microbatch {what.index} lost: {waiter.failed}")
-        self._deliver(what)
-        if id(what) not in self._held:
-            self._released.append(what)
+        delivery = self._deliver(what)
+        if delivery is not None:
+            self._released.append(delivery)
         return []
 
     def _rows(self, entry: _InFlight, reply: Done) -> list[Any]:
@@ -388,11 +388,8 @@ class RayBackend:
         if verdict.hung == 0:  # a recomputation hangs: it is sent to another actor
             timeout = self._timeouts[self.pools.module_of[worker]]
             self.timed_out += 1
-            self.pools.kill(worker)
-            if not self._forget(worker, inflight):
-                return []
-            reason = f"actor {worker} killed: a recomputation exceeded batch_timeout_s={timeout:g}"
-            return core.handle(WorkerLost(worker, reason, charge=False))
+            what = f"a recomputation exceeded batch_timeout_s={timeout:g}"
+            return self._kill_timed_out(core, worker, what, inflight)
         return self._hung(core, worker, verdict.hung, verdict.elapsed_s, inflight)
 
     def _hung(
@@ -405,26 +402,30 @@ class RayBackend:
         self.timed_out += 1
         cause = f"batch_timeout_s={timeout:g} exceeded"
         commands = core.handle(BatchRaised(batch, cause, elapsed_s))
+        return commands + self._kill_timed_out(core, worker, f"its batch {cause}", inflight)
+
+    def _kill_timed_out(
+        self, core: Core, worker: str, what: str, inflight: dict[Any, _InFlight]
+    ) -> list[Any]:
+        """Kill ``worker`` (``what`` ran past its timeout) and replace it; the
+        batches left on it run again without an infra-retry charge."""
         self.pools.kill(worker)
-        if self._forget(worker, inflight):
-            commands += core.handle(
-                WorkerLost(worker, f"actor {worker} killed: its batch {cause}", charge=False)
-            )
-        return commands
+        if not self._forget(worker, inflight):
+            return []
+        return core.handle(WorkerLost(worker, f"actor {worker} killed: {what}", charge=False))
 
     # -- payloads -----------------------------------------------------------------
     def _fetch_one(self, value: RemoteValue) -> Any:
         return materialize(value, {id(value.box): ray.get(value.box.ref)})
 
-    def _deliver(self, mb: Microbatch) -> None:
+    def _deliver(self, mb: Microbatch) -> Delivery | None:
         """Fetch a finished microbatch's outputs; lost ones are recomputed first (the
-        microbatch is held until then, while the run goes on)."""
+        microbatch is held until then, while the run goes on: None)."""
         outputs, lost = self.recovery.fetch(mb.outputs)
         if outputs is not None:
-            mb.outputs = outputs
             self._held.pop(id(mb), None)
             self._output_losses.pop(id(mb), None)
-            return
+            return Delivery(mb, outputs)
         tries = self._output_losses.get(id(mb), 0) + 1
         waiter = self.recovery.wait_for(mb, lost)
         if waiter.failed or tries > _MAX_INPUT_LOSSES:
@@ -434,7 +435,8 @@ class RayBackend:
             )
         self._output_losses[id(mb)] = tries
         self._held[id(mb)] = mb
+        return None
 
-    def _take_released(self) -> Iterator[Microbatch]:
+    def _take_released(self) -> Iterator[Delivery]:
         while self._released:
             yield self._released.pop(0)

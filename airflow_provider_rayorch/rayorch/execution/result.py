@@ -9,6 +9,7 @@ from ..summary import run_summary
 
 if TYPE_CHECKING:
     from ..runtime.core import Microbatch
+    from .driving import Delivery
 
 __all__ = ["MicrobatchResult", "RunResult"]
 
@@ -135,13 +136,14 @@ def timeline_records(records: list[tuple[Any, ...]], started: float) -> list[dic
 
 
 def microbatch_result(
-    mb: Microbatch, output_names: tuple[str, ...], started: float
+    delivery: Delivery, output_names: tuple[str, ...], started: float
 ) -> MicrobatchResult:
+    mb = delivery.microbatch
     return MicrobatchResult(
         index=mb.index,
         first_source=mb.first_source,
         count=mb.count,
-        outputs=_shape(mb.outputs),
+        outputs=_shape(delivery.outputs),
         output_names=output_names,
         metrics={
             "started_s": round(mb.started - started, 6),

@@ -175,15 +175,10 @@ class Reducer:
         member_slot = self.member_slot
         for kid in kids:
             items = kid.items
-            if member_slot is not None:
-                member = items[member_slot]
-                if type(member) is Issue:
-                    if member.outcome is not _DROPPED and not bad_own:
-                        own = member.cause.origin is kid
-                        if bad is None or own:
-                            bad, bad_own = member, own
-                    continue
-            issue = first_issue(items, self.in_slots)
+            # A member's own issue first (its inputs are then not read), else its inputs'.
+            issue = items[member_slot] if member_slot is not None else None
+            if type(issue) is not Issue:
+                issue = first_issue(items, self.in_slots)
             if issue is not None:
                 if issue.outcome is not _DROPPED and not bad_own:
                     own = issue.cause.origin is kid

@@ -276,7 +276,7 @@ def test_lost_outputs_are_recomputed_before_their_microbatch_is_delivered(
     original = RayBackend._deliver
     sabotaged: list[int] = []
 
-    def deliver(self: Any, mb: Any) -> None:
+    def deliver(self: Any, mb: Any) -> Any:
         if not sabotaged:
             boxes: dict[int, Any] = {}
             for column in mb.outputs:
@@ -286,7 +286,7 @@ def test_lost_outputs_are_recomputed_before_their_microbatch_is_delivered(
             box.ref = dead_ref
             self._boxes[dead_ref.hex()] = box
             sabotaged.append(mb.index)
-        original(self, mb)
+        return original(self, mb)
 
     monkeypatch.setattr(RayBackend, "_deliver", deliver)
     docs = [3, 4, 5, 6, 8, 9]
