@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import platform
 import sys
@@ -54,7 +55,7 @@ def start_ray(accel: int = 16) -> bool:
         include_dashboard=False,
         log_to_driver=False,
         configure_logging=True,
-        logging_level="ERROR",
+        logging_level=logging.ERROR,
     )
     return True
 
