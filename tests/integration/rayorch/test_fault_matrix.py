@@ -36,8 +36,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 ROWS = list(range(10))
 #: Room on a loaded 2-core CI machine for one actor start (spawn + imports).
 START_S = 20.0
-#: The small timeouts the cells use (``batch_timeout_s``, ``actor_start_timeout_s``).
+#: The small ``batch_timeout_s`` the cells use (its clock starts when ``run()`` starts).
 TIMEOUT_S = 3
+#: The cells' ``actor_start_timeout_s``: it covers spawning the worker process too,
+#: so it leaves room for a loaded machine (a start killed before its constructor ran
+#: logs nothing, hence the bounded, not exact, constructor counts below).
+START_TIMEOUT_S = 10
 
 
 def comparable(outputs: list[Any]) -> list[Any]:
@@ -97,31 +101,32 @@ def test_actor_start_hang_exhausts_the_start_budget(tmp_path: Path) -> None:
     pipeline = fu.One(fu.FaultyInit, (str(tmp_path), "hang"), replicas=1)
     with pytest.raises(ro.ExecutionError) as info:
         run_ray(
-            2 * (TIMEOUT_S + START_S),
+            2 * (START_TIMEOUT_S + START_S),
             "constructor hangs",
             pipeline,
             ROWS,
-            actor_start_timeout_s=TIMEOUT_S,
+            actor_start_timeout_s=START_TIMEOUT_S,
             actor_start_retries=1,
         )
     message = str(info.value)
     assert "'model'" in message
-    assert f"did not start within {TIMEOUT_S}s" in message
-    assert ran(tmp_path, "init")["init"] == 2
+    assert f"did not start within {START_TIMEOUT_S}s" in message
+    assert 1 <= ran(tmp_path, "init")["init"] <= 2  # the start and the budget of 1
+    assert "run" not in ran(tmp_path)
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(150)
 def test_actor_start_hang_once_is_replaced_and_the_run_completes(tmp_path: Path) -> None:
     pipeline = fu.One(fu.FaultyInit, (str(tmp_path), "hang", 1), replicas=1)
     result = run_ray(
-        2 * (TIMEOUT_S + START_S),
+        4 * (START_TIMEOUT_S + START_S),
         "constructor hangs once",
         pipeline,
         ROWS,
-        actor_start_timeout_s=TIMEOUT_S,
+        actor_start_timeout_s=START_TIMEOUT_S,
     )
     assert result.outputs == [r * 10 for r in ROWS]
-    assert ran(tmp_path, "init")["init"] == 2
+    assert 2 <= ran(tmp_path, "init")["init"] <= 4  # within the default budget of 3
     assert ran(tmp_path) == {r: 1 for r in ROWS}
 
 
