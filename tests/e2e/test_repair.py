@@ -1,0 +1,160 @@
+"""Repair of a failed microbatch through the real scheduler and the REST API.
+
+``rayorch_repair`` runs ``repair_pipelines:Flaky`` (a page stage that returns
+``RecordFailure`` while a marker file exists, and logs every source it sees) over 6
+sources in 2 microbatches on a loopback head. A marker makes the first attempt fail;
+the test removes it and clears the red microbatch with its downstream through the
+REST API: setup and teardown come along, so the repair runs on a new head.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from e2e_helpers import ROOT
+from e2e_runs import failure_digest
+
+from airflow_provider_rayorch.rayorch.store import read_summary_outputs
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from deployment import Deployment
+    from rest import AirflowRest
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
+
+DAG_ID = "rayorch_repair"
+MB = "docs.microbatch"
+FILES = [
+    ROOT / "tests" / "e2e" / "repair_dags" / "rayorch_repair.py",
+    # the pipeline the DAG names; the dags folder is on the workers' (and head's) path
+    ROOT / "tests" / "unit" / "airflow" / "repair_pipelines.py",
+]
+
+
+@pytest.fixture(scope="module")
+def repair_dag(airflow_deployment: Deployment, airflow_rest: AirflowRest) -> str:
+    """The session deployment, also serving ``rayorch_repair``."""
+    for path in FILES:
+        link = airflow_deployment.dags_folder / path.name
+        if not link.exists():
+            link.symlink_to(path)
+    airflow_rest.wait_for_dag(DAG_ID, timeout=120)
+    airflow_rest.unpause(DAG_ID)
+    return DAG_ID
+
+
+def _state_dir(root: Path, name: str, *markers: str) -> Path:
+    state = root / name
+    state.mkdir()
+    for marker in markers:
+        (state / marker).touch()
+    return state
+
+
+def _calls(state: Path) -> list[int]:
+    log = state / "calls.log"
+    return sorted(int(x) for x in log.read_text().split()) if log.exists() else []
+
+
+def _first_run(rest: AirflowRest, state: Path) -> tuple[str, dict[tuple[str, int], Any]]:
+    run_id = rest.trigger(DAG_ID, conf={"state_dir": str(state)})["dag_run_id"]
+    run = rest.wait_for_run(DAG_ID, run_id, 200)
+    assert run["state"] == "failed", failure_digest(rest, DAG_ID, run_id)
+    return run_id, rest.task_instances(DAG_ID, run_id)
+
+
+def _clear_and_wait(rest: AirflowRest, run_id: str, index: int) -> dict[tuple[str, int], Any]:
+    """Clear one microbatch with its downstream; wait until that try and the run task's
+    next try have ended, and the DAG run with them."""
+    before = rest.task_instances(DAG_ID, run_id)
+    tries = {key: ti["try_number"] for key, ti in before.items()}
+    cleared = rest.clear(DAG_ID, run_id, [(MB, index)], include_downstream=True)
+    names = {(t["task_id"], t["map_index"]) for t in cleared}
+    assert {(MB, index), ("docs.run", -1), ("docs.ray_head", -1)} <= names, names
+
+    def done() -> dict[tuple[str, int], Any] | None:
+        tis = rest.task_instances(DAG_ID, run_id)
+        ends = ("success", "failed", "upstream_failed")
+        for key in ((MB, index), ("docs.run", -1)):
+            if tis[key]["try_number"] <= tries[key] or tis[key]["state"] not in ends:
+                return None
+        run = rest.run(DAG_ID, run_id)
+        return tis if run["state"] in ("success", "failed") else None
+
+    return dict(rest.wait(done, 200, f"the repair of microbatch {index} to end"))
+
+
+def test_clearing_a_red_microbatch_repairs_only_its_failed_sources(
+    repair_dag: str, airflow_rest: AirflowRest, airflow_deployment: Deployment
+) -> None:
+    rest = airflow_rest
+    state = _state_dir(airflow_deployment.root, "repair-flaky", "fail-1")
+    run_id, tis = _first_run(rest, state)
+    assert tis[(MB, 0)]["state"] == "failed"  # red: source 1's pages failed
+    assert tis[(MB, 1)]["state"] == "success"
+    red = rest.xcom(DAG_ID, run_id, MB, map_index=0)
+    assert red["sources"]["suppressed"] == 1
+    assert [f["source"] for f in red["failures"]] == [1]
+    assert "flaky service" in red["failures"][0]["cause"]
+    assert _calls(state) == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+
+    (state / "fail-1").unlink()  # the service is back
+    (state / "calls.log").unlink()
+    tis = _clear_and_wait(rest, run_id, 0)
+
+    assert tis[(MB, 0)]["state"] == "success", failure_digest(rest, DAG_ID, run_id)
+    assert tis[("docs.run", -1)]["state"] == "success", failure_digest(rest, DAG_ID, run_id)
+    assert rest.run(DAG_ID, run_id)["state"] == "success"
+    assert _calls(state) == [1, 1]  # zero UDF calls for the PRESENT sources 0, 2, 3, 4, 5
+    green = rest.xcom(DAG_ID, run_id, MB, map_index=0)
+    assert green["state"] == "success"
+    assert green["attempt"] == 2
+    assert [(a["attempt"], a["state"]) for a in green["attempts"]] == [
+        (1, "failed"),
+        (2, "success"),
+    ]
+    assert green["attempts"][1]["repaired_sources"] == [1]
+    assert green["failures"] == []
+    run = rest.xcom(DAG_ID, run_id, "docs.run")
+    assert run["state"] == "success"
+    assert run["sources"] == {"total": 6, "present": 6, "dropped": 0, "failed": 0, "suppressed": 0}
+    assert [m.get("attempt", 1) for m in run["microbatches"]] == [2, 1]
+    assert [(r["index"], r["status"]) for r in run["repairs"]] == [(0, "committed")]
+    rows = read_summary_outputs(run)
+    assert [(r["source"], r["outcome"]) for r in rows] == [(i, "present") for i in range(6)]
+    assert [r["value"] for r in rows] == [[i * 20, i * 20 + 2] for i in range(6)]
+
+
+def test_a_repair_may_change_batch_sizes_but_not_the_udf(
+    repair_dag: str, airflow_rest: AirflowRest, airflow_deployment: Deployment
+) -> None:
+    rest = airflow_rest
+    state = _state_dir(airflow_deployment.root, "repair-changed", "fail-1", "fail-4")
+    run_id, tis = _first_run(rest, state)
+    assert (tis[(MB, 0)]["state"], tis[(MB, 1)]["state"]) == ("failed", "failed")
+    for marker in ("fail-1", "fail-4", "calls.log"):
+        (state / marker).unlink()
+
+    (state / "config.json").write_text(json.dumps({"udf": "OtherPages"}))
+    tis = _clear_and_wait(rest, run_id, 1)
+    assert tis[(MB, 1)]["state"] == "failed"
+    log = rest.task_log(DAG_ID, run_id, MB, tis[(MB, 1)]["try_number"], 1)
+    assert "refusing to repair" in log
+    assert "module 'pages': udf changed from" in log
+    assert "repair_pipelines:OtherPages" in log
+    assert _calls(state) == []
+    assert rest.xcom(DAG_ID, run_id, MB, map_index=1)["attempt"] == 1
+
+    (state / "config.json").write_text(json.dumps({"batch_size": 1}))
+    tis = _clear_and_wait(rest, run_id, 0)
+    assert tis[(MB, 0)]["state"] == "success", failure_digest(rest, DAG_ID, run_id)
+    assert _calls(state) == [1, 1]
+    green = rest.xcom(DAG_ID, run_id, MB, map_index=0)
+    assert (green["state"], green["attempt"]) == ("success", 2)
+    run = rest.xcom(DAG_ID, run_id, "docs.run", key="rayorch_summary")
+    assert run["sources"]["present"] == 5  # microbatch 1 is still red
+    assert {r["index"]: r["status"] for r in run["repairs"]} == {0: "committed", 1: "refused"}
