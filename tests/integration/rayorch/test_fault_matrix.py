@@ -188,13 +188,14 @@ def test_batch_exit_always_fails_the_row_after_its_infra_retries(tmp_path: Path)
     policy = ro.RecoveryPolicy.retry_batch(1, infra_retries=1)
     pipeline = faulty_run(tmp_path, "exit", -1, batch_size=1, replicas=2, recovery=policy)
     result = run_ray(3 * START_S + 30, "run() always exits", pipeline, ROWS)
+    counts = ran(tmp_path)
     for row, out in zip(ROWS, result.outputs, strict=True):
         if row == 5:
             assert isinstance(out, ro.OutputIssue)
             assert out.outcome is ro.ItemOutcome.FAILED
             assert "infra_retries=1 exhausted" in (out.cause or "")
         else:
-            assert out == row * 10
+            assert out == row * 10, f"row {row} (invocations per row: {counts})"
     assert ran(tmp_path) == {r: 2 if r == 5 else 1 for r in ROWS}
 
 
