@@ -106,11 +106,21 @@ class MicrobatchRepair:
             self._wait(f"for Ray job {job_id}")
 
     def acquire(self) -> None:
-        """Take the run's repair lease (two cleared microbatches never race)."""
+        """Take the run's repair lease (two cleared microbatches never race), then wait
+        for a repair job whose holder let its lease expire (a killed task's job may
+        still be running)."""
         while not self.lease.acquire():
             holder = (self.lease.holder() or {}).get("owner")
             self.log.info("Repair waits for the run's repair lease, held by %s", holder)
             self._wait(f"for the repair lease held by {holder}")
+        for record in read_repairs(self.store, self.run_id):
+            job_id = record.get("job_id")
+            if record.get("status") != REPAIR_ACTIVE or not job_id:
+                continue
+            while (status := self._status(str(job_id))).is_active:
+                self.lease.renew()
+                self.log.info("Repair waits for an earlier repair job %s (%s)", job_id, status)
+                self._wait(f"for the earlier repair job {job_id}")
 
     def run(self, attempt: int, try_number: int) -> dict[str, Any]:
         """Submit the repair job, wait for it, return the new manifest."""

@@ -204,8 +204,8 @@ class RayOrchMicrobatchSensor(_RunStoreSensor):
             self.index,
         )
         repair.wait_for_job(self._job)
-        repair.acquire()
         try:
+            repair.acquire()
             manifest = store.read_manifest(self.run_id, self.index)  # again, under the lease
             if not _has_failed(manifest):
                 return manifest

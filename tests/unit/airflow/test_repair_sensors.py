@@ -159,3 +159,16 @@ def test_the_run_task_waits_for_a_running_repair_then_writes_the_run_manifest(
     assert store.read_run_manifest("r") == {k: v for k, v in summary.items() if k != "job_status"}
     asked = [c.args[0] for c in cluster.hook.get_job_info.call_args_list]
     assert "first-job" not in asked
+
+
+def test_a_repair_waits_for_an_orphaned_earlier_repair_job(failed_run) -> None:
+    cluster, store, _ = failed_run
+    write_repair(store, "r", 0, attempt=2, job_id="orphan", status="running", owner="killed")
+    cluster.hook.get_job_info.side_effect = lambda j: (
+        {"status": "RUNNING", "message": ""} if j == "orphan" else cluster.info(j)
+    )
+    ctx, _ = _ctx(try_number=2, max_tries=1)
+    with pytest.raises(RayOrchJobFailed, match="earlier repair job orphan"):
+        _sensor(cluster, store, 0, timeout=0).execute(ctx)
+    assert cluster.entrypoints == []
+    assert RepairLease(store, "r", "x").holder() is None  # given back on the way out
