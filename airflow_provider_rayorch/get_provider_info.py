@@ -48,7 +48,10 @@ def get_provider_info() -> dict[str, Any]:
         "triggers": [
             {
                 "integration-name": "RayOrch",
-                "python-modules": ["airflow_provider_rayorch.triggers.rayorch"],
+                "python-modules": [
+                    "airflow_provider_rayorch.triggers.rayorch",
+                    "airflow_provider_rayorch.triggers.sources",
+                ],
             }
         ],
         "connection-types": [

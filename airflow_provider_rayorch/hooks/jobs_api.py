@@ -5,10 +5,12 @@ timeout, TLS verification (``True``, ``False`` or a CA-bundle path, honoured on
 both paths), ``Authorization`` header and error mapping. A server that TLS does not
 trust fails the handshake, so it never receives the token.
 
-Errors map to :class:`RayOrchClusterError` with ``transient`` set: connection
-errors, timeouts and HTTP 502/503/504 are transient; TLS failures, HTTP 401/403
-(:class:`RayOrchAuthError`, naming which token was sent and where it came from,
-never its value), 404 and other answers are not.
+Errors map to :class:`RayOrchClusterError` with ``transient`` set: timeouts and
+HTTP 502/503/504 are transient, and so are connection errors once the Jobs API has
+answered this hook (a restarting dashboard); a refused connection or a DNS failure
+before any answer is not (a wrong host: retrying only delays the hint). TLS
+failures, HTTP 401/403 (:class:`RayOrchAuthError`, naming which token was sent and
+where it came from, never its value), 404 and other answers are not transient.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import httpx
 
 from airflow_provider_rayorch.exceptions import RayOrchAuthError, RayOrchClusterError
 
-__all__ = ["TRANSIENT_HTTP", "JobsApi", "TokenChoice"]
+__all__ = ["TRANSIENT_HTTP", "Contact", "JobsApi", "TokenChoice"]
 
 #: HTTP answers worth trying again later (a proxy or a restarting dashboard).
 TRANSIENT_HTTP = frozenset({502, 503, 504})
@@ -38,14 +40,16 @@ class TokenChoice:
     #: the connection id or the head's token file path
     origin: str = ""
 
-    def describe(self) -> str:
+    def describe(self, conn: str | None = None) -> str:
+        """Which token was sent; ``conn`` names the connection (default: by ``origin``)."""
         if self.source == "local_head":
             return f"the token of the provider's loopback head (token file {self.origin})"
         if self.source == "connection":
-            return f"the token from the {self.origin!r} connection's password"
+            return f"the token from {conn or f'the {self.origin!r} connection'}'s password"
         return "no token"
 
-    def fix(self, conn_id: str) -> str:
+    def fix(self, conn: str) -> str:
+        """The fix; ``conn`` names the connection (``"the 'x' connection"``)."""
         if self.source == "local_head":
             return (
                 "the head at this address no longer accepts its token file: it was probably "
@@ -53,13 +57,10 @@ class TokenChoice:
             )
         if self.source == "connection":
             return (
-                f"the {conn_id!r} connection's password is not this cluster's Ray auth token: "
+                f"{conn}'s password is not this cluster's Ray auth token: "
                 "set it to the token (`ray get-auth-token` on the head prints it)"
             )
-        return (
-            f"the cluster runs with Ray token auth: set its token as the {conn_id!r} "
-            "connection's password"
-        )
+        return f"the cluster runs with Ray token auth: set its token as {conn}'s password"
 
 
 def _verify_setting(verify: bool | str | None) -> bool | str:
@@ -82,6 +83,13 @@ def _is_tls_failure(exc: BaseException) -> bool:
     return "CERTIFICATE_VERIFY_FAILED" in text or "SSL" in text
 
 
+@dataclass
+class Contact:
+    """Whether the Jobs API has answered yet, shared by every request of one hook."""
+
+    answered: bool = False
+
+
 @dataclass(frozen=True)
 class JobsApi:
     """Requests to one Jobs API address, with one timeout, TLS setting and token."""
@@ -91,6 +99,15 @@ class JobsApi:
     timeout: float = 10.0
     verify: bool | str = True
     token: TokenChoice = field(default_factory=TokenChoice)
+    #: ``False`` for the UI's Test action, whose connection id is a random temporary one
+    name_conn: bool = True
+    #: the hook's record of an answer (connection errors are transient only after one)
+    contact: Contact = field(default_factory=Contact, compare=False)
+
+    @property
+    def conn(self) -> str:
+        """The connection, as messages name it."""
+        return f"the {self.conn_id!r} connection" if self.name_conn else "this connection"
 
     # -- request pieces --------------------------------------------------------------
     def headers(self) -> dict[str, str]:
@@ -108,7 +125,7 @@ class JobsApi:
         path = os.path.expanduser(str(verify))
         if not os.path.exists(path):
             raise RayOrchClusterError(
-                f"the {self.conn_id!r} connection's extra `verify` names {path}, which does "
+                f"{self.conn}'s extra `verify` names {path}, which does "
                 "not exist: give the path of a CA bundle (PEM) readable by this worker, or true",
                 transient=False,
             )
@@ -128,6 +145,8 @@ class JobsApi:
 
     # -- error mapping ---------------------------------------------------------------
     def hint(self) -> str:
+        if not self.name_conn:
+            return "check this connection's host/port and that the cluster's dashboard is running"
         return (
             f"check the {self.conn_id!r} connection's host (or the task's ray_address) "
             "and that the cluster's dashboard is running"
@@ -141,7 +160,7 @@ class JobsApi:
             return RayOrchClusterError(
                 f"TLS verification of {where} failed during {method} {path} ({exc}); nothing "
                 f"was sent. Fix: the server's certificate must be signed by {trusted}: set the "
-                f"{self.conn_id!r} connection's extra `verify` to the CA bundle that signs it",
+                f"{self.conn}'s extra `verify` to the CA bundle that signs it",
                 transient=False,
             )
         if isinstance(exc, httpx.TimeoutException):
@@ -150,6 +169,13 @@ class JobsApi:
                 f"{path} ({type(exc).__name__}); {self.hint()}"
             )
         reason = "connection refused" if "refused" in str(exc).lower() else str(exc)
+        if isinstance(exc, httpx.ConnectError) and not self.contact.answered:
+            return RayOrchClusterError(
+                f"cannot reach {where} during {method} {path}: {reason} "
+                f"({type(exc).__name__}); it has never answered, so this is not retried; "
+                f"{self.hint()}",
+                transient=False,
+            )
         return RayOrchClusterError(
             f"cannot reach {where} during {method} {path}: {reason} ({type(exc).__name__}); "
             f"{self.hint()}"
@@ -163,9 +189,10 @@ class JobsApi:
         body = self._body(resp)
         doing = what or f"{method} {path}"
         if code in (401, 403):
+            carried = self.token.describe(None if self.name_conn else self.conn)
             raise RayOrchAuthError(
                 f"the Ray Jobs API at {self.address} refused {doing} (HTTP {code}: {body}); "
-                f"the request carried {self.token.describe()}. Fix: {self.token.fix(self.conn_id)}"
+                f"the request carried {carried}. Fix: {self.token.fix(self.conn)}"
             )
         if code in TRANSIENT_HTTP:
             raise RayOrchClusterError(
@@ -174,6 +201,11 @@ class JobsApi:
                 transient=True,
             )
         raise RayOrchClusterError(f"{doing} failed: HTTP {code}: {body}", transient=False)
+
+    def _answered(self, resp: httpx.Response) -> None:
+        """Note an answer of the Jobs API itself (a 502/503/504 may be a proxy's)."""
+        if resp.status_code not in TRANSIENT_HTTP:
+            self.contact.answered = True
 
     def _body(self, resp: httpx.Response) -> str:
         text = resp.text[:500]
@@ -190,6 +222,7 @@ class JobsApi:
                 resp = client.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
             raise self.transport_error(exc, method, path) from None
+        self._answered(resp)
         if allow_404 and resp.status_code == 404:
             return None
         self.check(resp, method, path, what)
@@ -213,6 +246,7 @@ class JobsApi:
                 resp = await client.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
             raise self.transport_error(exc, method, path) from None
+        self._answered(resp)
         if allow_404 and resp.status_code == 404:
             return None
         self.check(resp, method, path, what)

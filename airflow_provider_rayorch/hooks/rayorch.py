@@ -32,7 +32,7 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 from airflow_provider_rayorch.common import local_heads
 from airflow_provider_rayorch.common.states import JobStatus
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
-from airflow_provider_rayorch.hooks.jobs_api import JobsApi, TokenChoice
+from airflow_provider_rayorch.hooks.jobs_api import Contact, JobsApi, TokenChoice
 
 if TYPE_CHECKING:
     from airflow_provider_rayorch.rayorch.store import RunStore
@@ -159,6 +159,10 @@ class RayOrchHook(BaseHook):
         self.rayorch_conn_id = rayorch_conn_id
         self._address_override = (address or "").strip() or None
         self._timeout_override = timeout
+        #: Set once the Jobs API answers: only then are connection errors transient.
+        self._contact = Contact()
+        #: ``False`` while the UI's Test action runs (its connection id is a random one).
+        self._name_conn = True
 
     # -- settings --------------------------------------------------------------------
     def _finish(self, conn: Any) -> RayOrchSettings:
@@ -266,6 +270,8 @@ class RayOrchHook(BaseHook):
             timeout=settings.timeout,
             verify=settings.verify,
             token=TokenChoice(settings.token, settings.token_source, origin),
+            name_conn=self._name_conn,
+            contact=self._contact,
         )
 
     @property
@@ -403,12 +409,17 @@ class RayOrchHook(BaseHook):
 
     # -- UI ---------------------------------------------------------------------------
     def test_connection(self) -> tuple[bool, str]:
-        if self.embedded:
-            return True, "No host: runs use an embedded local Ray in the worker"
+        """The UI's Test action. Airflow tests the form's values under a random temporary
+        connection id, so the messages say "this connection" instead of naming it."""
+        self._name_conn = False
         try:
+            if self.embedded:
+                return True, "No host: runs use an embedded local Ray in the worker"
             version = self.check_reachable()
         except RayOrchClusterError as exc:
             return False, str(exc)
+        finally:
+            self._name_conn = True
         return True, f"Ray Jobs API reachable at {self.settings.address} (Ray {version})"
 
 

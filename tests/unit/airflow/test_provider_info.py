@@ -61,6 +61,10 @@ def test_providers_manager_sees_connection_type_and_hook() -> None:
         "airflow_provider_rayorch.operators.local_head.RayLocalHeadStartOperator",
         "airflow_provider_rayorch.sensors.rayorch.RayOrchMicrobatchSensor",
         "airflow_provider_rayorch.triggers.rayorch.RayOrchJobTrigger",
+        "airflow_provider_rayorch.triggers.rayorch.RayOrchMicrobatchTrigger",
+        "airflow_provider_rayorch.triggers.sources.RayOrchNewSourcesTrigger",
+        "airflow_provider_rayorch.operators.local_head.RayLocalHeadStopOperator",
+        "airflow_provider_rayorch.sensors.rayorch.RayOrchRunSensor",
     ],
 )
 def test_declared_classes_import(dotted: str) -> None:
@@ -132,3 +136,65 @@ def test_a_connection_saved_by_the_form_with_empty_fields_works(monkeypatch) -> 
     assert not ok
     assert "cannot reach the Ray Jobs API" in message  # not a complaint about `verify`
     assert "verify" not in message
+
+
+PACKAGE_DIR = Path(__file__).parents[3] / "airflow_provider_rayorch"
+
+
+def _public_modules(kind: str) -> set[str]:
+    return {
+        f"airflow_provider_rayorch.{kind}.{p.stem}"
+        for p in (PACKAGE_DIR / kind).glob("*.py")
+        if not p.stem.startswith("_")
+    }
+
+
+def _listed(kind: str) -> set[str]:
+    return {m for item in get_provider_info()[kind] for m in item["python-modules"]}
+
+
+@pytest.mark.parametrize("kind", ["operators", "sensors", "triggers"])
+def test_every_module_on_disk_is_listed(kind: str) -> None:
+    assert _public_modules(kind) == _listed(kind)
+
+
+def test_every_hook_module_on_disk_is_listed() -> None:
+    """A module in hooks/ that defines a hook is listed; request helpers need not be."""
+    import importlib
+
+    from airflow.sdk import BaseHook
+
+    with_hooks = {
+        name
+        for name in _public_modules("hooks")
+        if any(
+            isinstance(v, type) and issubclass(v, BaseHook) and v.__module__ == name
+            for v in vars(importlib.import_module(name)).values()
+        )
+    }
+    assert with_hooks == _listed("hooks")
+    [conn] = get_provider_info()["connection-types"]
+    assert conn["hook-class-name"].rsplit(".", 1)[0] in with_hooks
+
+
+def test_every_link_class_on_disk_is_listed() -> None:
+    import importlib
+
+    from airflow.sdk import BaseOperatorLink
+
+    found = {
+        f"{name}.{v.__name__}"
+        for name in _public_modules("links")
+        for v in vars(importlib.import_module(name)).values()
+        if isinstance(v, type) and issubclass(v, BaseOperatorLink) and v.__module__ == name
+    }
+    assert {m.rsplit(".", 1)[0] for m in found} == _public_modules("links")
+    assert found == set(get_provider_info()["extra-links"])
+
+
+@pytest.mark.parametrize("kind", ["operators", "sensors", "triggers"])
+def test_listed_modules_import(kind: str) -> None:
+    import importlib
+
+    for name in _listed(kind):
+        assert importlib.import_module(name) is not None
