@@ -141,6 +141,9 @@ class RayOrchHook(BaseHook):
     :param address: overrides the connection's ``host`` (for example a loopback head
         started by a setup task).
     :param timeout: seconds to wait for the Jobs API before failing with a clear error.
+    :param answered_before: the Jobs API is known to have answered (for example a job
+        was submitted there by an earlier task), so connection errors are transient from
+        the first request. Otherwise a refused or unresolvable first contact fails at once.
     """
 
     conn_name_attr = "rayorch_conn_id"
@@ -154,13 +157,14 @@ class RayOrchHook(BaseHook):
         *,
         address: str | None = None,
         timeout: float | None = None,
+        answered_before: bool = False,
     ) -> None:
         super().__init__()
         self.rayorch_conn_id = rayorch_conn_id
         self._address_override = (address or "").strip() or None
         self._timeout_override = timeout
         #: Set once the Jobs API answers: only then are connection errors transient.
-        self._contact = Contact()
+        self._contact = Contact(answered=answered_before)
         #: ``False`` while the UI's Test action runs (its connection id is a random one).
         self._name_conn = True
 

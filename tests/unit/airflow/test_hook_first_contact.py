@@ -205,3 +205,12 @@ def test_task_time_errors_still_name_the_connection_id(monkeypatch) -> None:
     with pytest.raises(RayOrchClusterError) as caught:
         RayOrchHook("ro_task").get_job_status("j")
     assert "check the 'ro_task' connection's host" in str(caught.value)
+
+
+def test_a_caller_that_knows_the_api_answered_before_gets_retries() -> None:
+    """A sensor or trigger polling a job that an earlier task submitted can say so."""
+    hook = RayOrchHook(address=f"http://127.0.0.1:{_closed_port()}", answered_before=True)
+    sleeps: list[float] = []
+    with pytest.raises(RayOrchClusterError, match="gave up after 6 tries"):
+        _poll(hook, sleeps)
+    assert sleeps == [5, 10, 20, 40, 60]
