@@ -27,11 +27,20 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+#: Every file the e2e tests need in the deployment's DAG folder, linked in before the
+#: DAG processor starts: no test alters the folder, and every DAG is parsed at once.
 DEPLOYMENT_DAGS = [
     EXAMPLES / "rayorch_minimal.py",
     EXAMPLES / "rayorch_ingest.py",
+    EXAMPLES / "rayorch_documents.py",
+    EXAMPLES / "rayorch_video.py",
+    EXAMPLES / "rayorch_events.py",
     ROOT / "tests" / "e2e" / "browser_dags" / "rayorch_browser.py",
     ROOT / "tests" / "e2e" / "deployment_dags" / "rayorch_gated.py",
+    E2E_DAGS / "e2e_dags.py",
+    ROOT / "tests" / "e2e" / "repair_dags" / "rayorch_repair.py",
+    # the pipeline rayorch_repair names: the DAG folder is on the workers' and head's path
+    ROOT / "tests" / "unit" / "airflow" / "repair_pipelines.py",
 ]
 
 
@@ -135,6 +144,11 @@ def airflow_deployment(tmp_path_factory) -> Iterator[Deployment]:
         yield deployment
     finally:
         deployment.stop()
+    served = sorted(p.name for p in deployment.dags_folder.iterdir())
+    assert served == sorted(p.name for p in DEPLOYMENT_DAGS), (
+        f"a test changed the deployment's DAG folder: {served}; declare DAG files in "
+        "tests/e2e/conftest.py DEPLOYMENT_DAGS instead"
+    )
 
 
 @pytest.fixture(scope="session")

@@ -256,12 +256,14 @@ def deployment_env(
         AIRFLOW_HOME=str(airflow_home),
         PYTHONPATH=os.pathsep.join([str(EXAMPLES), str(E2E_DAGS), str(ROOT)]),
         RAYORCH_LANDING=str(landing),
+        # tests/e2e/dags' slow pipelines (e2e_retry must be caught mid-run)
+        E2E_DELAY_S="0.2",
         AIRFLOW__CORE__DAGS_FOLDER=str(dags_folder),
         AIRFLOW__CORE__PLUGINS_FOLDER=str(airflow_home / "plugins"),
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
         AIRFLOW__CORE__UNIT_TEST_MODE="False",
         AIRFLOW__CORE__EXECUTOR="LocalExecutor",
-        AIRFLOW__CORE__PARALLELISM="4",
+        AIRFLOW__CORE__PARALLELISM="6",
         AIRFLOW__CORE__EXECUTION_API_SERVER_URL=f"http://127.0.0.1:{port}/execution/",
         AIRFLOW__CORE__AUTH_MANAGER=SIMPLE_AUTH_MANAGER,
         AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS="True",
@@ -276,7 +278,11 @@ def deployment_env(
         AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC="2",
         AIRFLOW__SCHEDULER__TASK_QUEUED_TIMEOUT="300",
         AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC="2",
-        AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL="10",
+        # short parse and poll intervals: the tests wait on these loops, not on work
+        AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL="5",
+        AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL="30",
+        AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES="2",
+        AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME="0.5",
     )
 
 

@@ -6,6 +6,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from deployment import Deployment
     from rest import AirflowRest
 
@@ -23,17 +25,35 @@ def failure_digest(rest: AirflowRest, dag_id: str, run_id: str) -> str:
     return "\n".join(lines)
 
 
+def start_runs(rest: AirflowRest, runs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Trigger one run of each DAG (``{dag_id: AirflowRest.trigger kwargs}``) and unpause
+    them all (every new DAG is paused), so the scheduler runs them side by side;
+    returns ``{dag_id: run_id}``."""
+    for dag_id in runs:
+        rest.wait_for_dag(dag_id)
+    started = {dag_id: rest.trigger(dag_id, **kw)["dag_run_id"] for dag_id, kw in runs.items()}
+    for dag_id in started:
+        rest.unpause(dag_id)
+    return started
+
+
+def finish_run(
+    rest: AirflowRest, dag_id: str, run_id: str, timeout: float = RUN_DEADLINE_S
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """Wait for a started run to end; fail with the task errors unless it succeeded.
+    Returns its task instances."""
+    run = rest.wait_for_run(dag_id, run_id, timeout)
+    assert run["state"] == "success", failure_digest(rest, dag_id, run_id)
+    return rest.task_instances(dag_id, run_id)
+
+
 def run_to_the_end(
     rest: AirflowRest, dag_id: str, timeout: float = RUN_DEADLINE_S, **trigger: Any
 ) -> tuple[str, dict[tuple[str, int], dict[str, Any]]]:
     """Trigger ``dag_id`` (paused until then, as every new DAG), unpause it, wait for the
     run to end; fail with the task errors unless it succeeded."""
-    rest.wait_for_dag(dag_id)
-    run_id = rest.trigger(dag_id, **trigger)["dag_run_id"]
-    rest.unpause(dag_id)
-    run = rest.wait_for_run(dag_id, run_id, timeout)
-    assert run["state"] == "success", failure_digest(rest, dag_id, run_id)
-    return run_id, rest.task_instances(dag_id, run_id)
+    run_id = start_runs(rest, {dag_id: trigger})[dag_id]
+    return run_id, finish_run(rest, dag_id, run_id, timeout)
 
 
 def all_task_logs(rest: AirflowRest, dag_id: str, run_id: str) -> str:

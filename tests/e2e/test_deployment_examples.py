@@ -1,13 +1,22 @@
-"""Issue 12 (6): both example DAGs on a real deployment. The scheduler runs them on the
-LocalExecutor, deferred sensors wait in the real triggerer, and everything is driven
-and read through the REST API. The processes run under a user ``HOME`` where Ray has
-already written ``~/.ray/auth_token``, with no ``RAY_*`` variable set by hand."""
+"""Issue 12 (6) and issue 13 (3, 4): the example DAGs on a real deployment. The
+scheduler runs them on the LocalExecutor, deferred sensors wait in the real triggerer,
+and everything is driven and read through the REST API. The processes run under a
+user ``HOME`` where Ray has already written ``~/.ray/auth_token``, with no ``RAY_*``
+variable set by hand.
+
+Every run of this module is triggered at once (``example_runs``): the scheduler runs
+``rayorch_minimal``, ``rayorch_ingest``, ``rayorch_documents``, ``rayorch_video`` and
+``rayorch_gated`` side by side, and each test waits for its own run and checks it.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from itertools import pairwise
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from e2e_helpers import live_members
@@ -15,25 +24,138 @@ from e2e_runs import (
     all_task_logs,
     assert_no_secret,
     failure_digest,
+    finish_run,
     log_files,
     ray_secrets,
-    run_to_the_end,
+    start_runs,
 )
 
 from airflow_provider_rayorch.rayorch.store import RunStore, read_summary_outputs
+from airflow_provider_rayorch.workloads.samples import SAMPLE_DOCUMENTS, SAMPLE_VIDEOS
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from deployment import Deployment
+    from rest import AirflowRest
 
 pytestmark = [pytest.mark.slow]
 
+#: A run waits beside the module's four others on two shared cores.
+CONCURRENT_RUN_DEADLINE_S = 480
 
-@pytest.mark.timeout(420)  # includes starting the deployment (first test to use it)
-def test_minimal_example_through_the_scheduler(airflow_deployment, airflow_rest) -> None:
+
+def _land_files(landing: Path, start: datetime) -> None:
+    """10 text files modified inside the interval (file 6 has an unreadable page) and
+    one older file outside it."""
+    inside = (start + timedelta(minutes=30)).timestamp()
+    for i in range(10):
+        path = landing / f"doc{i:02d}.txt"
+        path.write_text(f"page one of {i}\fpage two" + (" POISON" if i == 6 else ""))
+        os.utime(path, (inside, inside))
+    stale = landing / "old.txt"
+    stale.write_text("landed long ago")
+    outside = (start - timedelta(hours=2)).timestamp()
+    os.utime(stale, (outside, outside))
+
+
+def _gates(deployment: Deployment) -> dict[str, str]:
+    """``rayorch_gated``'s gate files: microbatch 0's, and the other microbatches'."""
+    return {
+        "first_gate": str(deployment.landing / "gate-first-open"),
+        "gate": str(deployment.landing / "gate-open"),
+    }
+
+
+@pytest.fixture(scope="module")
+def example_runs(airflow_deployment: Deployment, airflow_rest: AirflowRest) -> dict[str, str]:
+    """One run of each example DAG (and of ``rayorch_gated``), all triggered together:
+    ``{dag_id: run_id}``. ``rayorch_ingest``'s is the run of the last complete hour, as
+    the scheduler makes it (same logical date), over files landed in that hour."""
+    end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    start = end - timedelta(hours=1)
+    _land_files(airflow_deployment.landing, start)
+    return start_runs(
+        airflow_rest,
+        {
+            "rayorch_gated": {"conf": _gates(airflow_deployment)},
+            "rayorch_minimal": {},
+            "rayorch_ingest": {
+                "logical_date": start.isoformat(),
+                "data_interval": (start.isoformat(), end.isoformat()),
+            },
+            "rayorch_documents": {},
+            "rayorch_video": {},
+        },
+    )
+
+
+def _finished(rest: AirflowRest, runs: dict[str, str], dag_id: str) -> tuple[str, Any]:
+    run_id = runs[dag_id]
+    return run_id, finish_run(rest, dag_id, run_id, CONCURRENT_RUN_DEADLINE_S)
+
+
+def trigger_logs(deployment: Deployment, dag_id: str, run_id: str, task_id: str) -> dict[str, str]:
+    """``{map_index=N: text}`` of the trigger logs the triggerer wrote for a task."""
+    found: dict[str, str] = {}
+    folder = deployment.airflow_home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}"
+    for path in (folder / f"task_id={task_id}").glob("map_index=*/*.trigger.*.log"):
+        found[path.parent.name] = found.get(path.parent.name, "") + path.read_text()
+    return found
+
+
+# First in the module: its job holds every microbatch until this test opens the gates.
+@pytest.mark.timeout(900)  # includes starting the deployment (first test to use it)
+def test_microbatch_sensors_defer_to_the_real_triggerer(
+    airflow_deployment, airflow_rest, example_runs
+) -> None:
+    """A job that commits nothing until a gate opens: each mapped sensor defers, and its
+    trigger fires in the triggerer process when its microbatch commits. Microbatch 0 has
+    a gate of its own: its task succeeds while the job still holds the others (the
+    microbatch's task ends when it commits, not when the job ends)."""
+    dag_id, rest = "rayorch_gated", airflow_rest
+    run_id, gates = example_runs[dag_id], _gates(airflow_deployment)
+    mb = "docs.microbatch"
+
+    def states() -> dict[tuple[str, int], str]:
+        tis = rest.task_instances(dag_id, run_id)
+        if {"failed", "upstream_failed"} & {ti["state"] for ti in tis.values()}:
+            raise AssertionError(failure_digest(rest, dag_id, run_id))
+        return {key: ti["state"] for key, ti in tis.items()}
+
+    def all_deferred() -> bool:
+        got = states()
+        return [got.get((mb, i)) for i in range(3)] == ["deferred"] * 3
+
+    rest.wait(all_deferred, CONCURRENT_RUN_DEADLINE_S, "the three microbatch sensors to defer")
+    Path(gates["first_gate"]).write_text("open")
+
+    def first_committed() -> dict[tuple[str, int], str] | None:
+        got = states()
+        return got if got[(mb, 0)] == "success" else None
+
+    held = rest.wait(first_committed, 300, "microbatch 0's sensor to succeed")
+    # the job still holds microbatches 1 and 2: their sensors and the run's wait on
+    assert [held[(mb, 1)], held[(mb, 2)]] == ["deferred", "deferred"], held
+    assert held[("docs.run", -1)] not in ("success", "failed"), held
+    Path(gates["gate"]).write_text("open")
+    run = rest.wait_for_run(dag_id, run_id, 300)
+    assert run["state"] == "success", failure_digest(rest, dag_id, run_id)
+    tis = rest.task_instances(dag_id, run_id)
+    for i in range(3):
+        assert tis[(mb, i)]["state"] == "success"
+        summary = rest.xcom(dag_id, run_id, mb, map_index=i)
+        assert (summary["state"], summary["sources"]["present"]) == ("success", 4)
+    fired = trigger_logs(airflow_deployment, dag_id, run_id, mb)
+    assert sorted(fired) == [f"map_index={i}" for i in range(3)], airflow_deployment.logs()
+    assert all("Trigger fired event" in text for text in fired.values()), fired
+
+
+@pytest.mark.timeout(600)
+def test_minimal_example_through_the_scheduler(
+    airflow_deployment, airflow_rest, example_runs
+) -> None:
+    """The README's smoke job: no connection, an embedded local Ray in the worker."""
     dag_id = "rayorch_minimal"
-    run_id, tis = run_to_the_end(airflow_rest, dag_id)
+    run_id, tis = _finished(airflow_rest, example_runs, dag_id)
     assert tis[("prepare_docs", -1)]["state"] == "success"
     summary = airflow_rest.xcom(dag_id, run_id, "prepare_docs")
     assert summary["state"] == "success"
@@ -51,48 +173,37 @@ def test_minimal_example_through_the_scheduler(airflow_deployment, airflow_rest)
     store = airflow_rest.xcom(dag_id, run_id, "prepare_docs", key="rayorch_run_store")
     rayorch_run = airflow_rest.xcom(dag_id, run_id, "prepare_docs", key="rayorch_run_id")
     assert store.startswith(str(airflow_deployment.airflow_home))
+    # without a connection the runs go to $AIRFLOW_HOME/rayorch/runs, named by the task
+    assert Path(store) == airflow_deployment.airflow_home / "rayorch" / "runs"
+    assert rayorch_run.startswith("rayorch_minimal.prepare_docs.")
     rows = RunStore(store).read_outputs(rayorch_run)
     assert [r["source"] for r in rows] == list(range(48))
     assert [r["outcome"] for r in rows].count("present") == 47
-    assert rows[0]["value"]["pages"] >= 1
+    assert rows[0]["value"]["pages"] == 1
+    assert [m["index"] for m in summary["microbatches"]] == list(range(6))
+    # the summary is the run manifest plus the Airflow-side state and the job's status
+    manifest = RunStore(store).read_run_manifest(rayorch_run)
+    assert manifest is not None
+    assert summary == manifest | {
+        "state": "success",
+        "job_status": "SUCCEEDED",
+    }
+    assert (Path(store) / rayorch_run / "report.html").is_file()  # the driver's HTML report
     logs = all_task_logs(airflow_rest, dag_id, run_id)
     assert "48 sources, 47 present, 0 dropped, 0 failed, 1 suppressed" in logs
     xcoms = repr(airflow_rest.xcoms(dag_id, run_id))
     assert_no_secret(ray_secrets(airflow_deployment), task_logs=logs, xcom=xcoms)
 
 
-def _land_files(landing: Path, start: datetime) -> None:
-    """10 text files modified inside the interval (file 6 has an unreadable page) and
-    one older file outside it."""
-    inside = (start + timedelta(minutes=30)).timestamp()
-    for i in range(10):
-        path = landing / f"doc{i:02d}.txt"
-        path.write_text(f"page one of {i}\fpage two" + (" POISON" if i == 6 else ""))
-        os.utime(path, (inside, inside))
-    stale = landing / "old.txt"
-    stale.write_text("landed long ago")
-    outside = (start - timedelta(hours=2)).timestamp()
-    os.utime(stale, (outside, outside))
-
-
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(600)
 def test_ingest_example_through_the_scheduler_and_triggerer(
-    airflow_deployment, airflow_rest
+    airflow_deployment, airflow_rest, example_runs
 ) -> None:
     """The per-microbatch pattern: loopback head (setup/teardown), submit, mapped
     deferrable microbatch sensors, the run sensor, a reader task. (Whether a sensor
-    defers depends on how fast the job commits; the gated test below makes them.)"""
+    defers depends on how fast the job commits; the gated test above makes them.)"""
     dag_id = "rayorch_ingest"
-    # the run of the last complete hour, as the scheduler makes it (same logical date)
-    end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-    start = end - timedelta(hours=1)
-    _land_files(airflow_deployment.landing, start)
-    run_id, tis = run_to_the_end(
-        airflow_rest,
-        dag_id,
-        logical_date=start.isoformat(),
-        data_interval=(start.isoformat(), end.isoformat()),
-    )
+    run_id, tis = _finished(airflow_rest, example_runs, dag_id)
     xcom = lambda task, **kw: airflow_rest.xcom(dag_id, run_id, task, **kw)  # noqa: E731
     assert xcom("ingest.submit") == [
         {"index": 0, "first_source": 0, "count": 4},
@@ -142,41 +253,133 @@ def test_ingest_example_through_the_scheduler_and_triggerer(
     )
 
 
-def trigger_logs(deployment: Deployment, dag_id: str, run_id: str, task_id: str) -> dict[str, str]:
-    """``{map_index=N: text}`` of the trigger logs the triggerer wrote for a task."""
-    found: dict[str, str] = {}
-    folder = deployment.airflow_home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}"
-    for path in (folder / f"task_id={task_id}").glob("map_index=*/*.trigger.*.log"):
-        found[path.parent.name] = found.get(path.parent.name, "") + path.read_text()
-    return found
+def squash(text: str) -> str:
+    """Lower case without spaces: OCR may join or split words at spaces."""
+    return re.sub(r"\s+", "", text).lower()
 
 
-@pytest.mark.timeout(300)
-def test_microbatch_sensors_defer_to_the_real_triggerer(airflow_deployment, airflow_rest) -> None:
-    """A job that commits nothing until the gate opens: each mapped sensor defers, and
-    its trigger fires in the triggerer process when its microbatch commits."""
-    dag_id, rest = "rayorch_gated", airflow_rest
-    gate = airflow_deployment.landing / "gate-open"
-    rest.wait_for_dag(dag_id)
-    run_id = rest.trigger(dag_id, conf={"gate": str(gate)})["dag_run_id"]
-    rest.unpause(dag_id)
+@pytest.mark.timeout(600)
+def test_documents_example_through_the_scheduler_and_triggerer(
+    airflow_deployment, airflow_rest, example_runs
+) -> None:
+    """The README's main job: the sample PDFs through OCR, one mapped task per
+    microbatch on a loopback head; the corrupt PDF fails with its cause, tolerated."""
+    dag_id, rest = "rayorch_documents", airflow_rest
+    run_id, tis = _finished(rest, example_runs, dag_id)
+    xcom = lambda task, **kw: rest.xcom(dag_id, run_id, task, **kw)  # noqa: E731
+    names = sorted(SAMPLE_DOCUMENTS)  # the sources glob lists files sorted
+    corrupt = names.index("corrupt.pdf")
+    cause = f"doc[{corrupt}]: corrupt or not a PDF"
+    assert xcom("documents.submit") == [
+        {"index": 0, "first_source": 0, "count": 2},
+        {"index": 1, "first_source": 2, "count": 2},
+    ]
+    for i, label in enumerate(["mb 0: sources 0-1", "mb 1: sources 2-3"]):
+        ti = tis[("documents.microbatch", i)]
+        assert (ti["state"], ti["rendered_map_index"]) == ("success", label), failure_digest(
+            rest, dag_id, run_id
+        )
+        summary = xcom("documents.microbatch", map_index=i)
+        assert summary["state"] == "success"
+        assert summary["microbatch"] == {"index": i, "first_source": 2 * i, "count": 2}
+        bad = summary["failures"]
+        assert bad == (
+            [{"source": corrupt, "outcome": "failed", "cause": cause}] if corrupt // 2 == i else []
+        )
+        assert summary["sources"]["present"] == 2 - len(bad)
+    run = xcom("documents.run")
+    assert run["state"] == "success"
+    assert run["sources"] == {"total": 4, "present": 3, "dropped": 0, "failed": 1, "suppressed": 0}
+    assert run["failures"] == [{"source": corrupt, "outcome": "failed", "cause": cause}]
+    assert [m["state"] for m in run["microbatches"]] == ["success", "success"]
 
-    def all_deferred() -> bool:
-        tis = rest.task_instances(dag_id, run_id)
-        states = [ti["state"] for (task, _), ti in tis.items() if task == "docs.microbatch"]
-        if {"failed", "upstream_failed"} & {ti["state"] for ti in tis.values()}:
-            raise AssertionError(failure_digest(rest, dag_id, run_id))
-        return len(states) == 3 and set(states) == {"deferred"}
+    out = xcom("publish")
+    docs = {Path(d["file"]).name: d for d in out["documents"]}
+    assert sorted(docs) == sorted(n for n, pages in SAMPLE_DOCUMENTS.items() if pages)
+    # the multi-page PDF: every page's recognized words, in page order
+    pages = SAMPLE_DOCUMENTS["annual-report.pdf"]
+    assert pages is not None
+    report = docs["annual-report.pdf"]
+    assert report["pages"] == len(pages) == 3
+    assert [squash(p["text"]) for p in report["page_texts"]] == [
+        squash("".join(lines)) for lines in pages
+    ]
+    # the blank page is skipped, its document still PRESENT
+    memo = docs["memo-with-blank-page.pdf"]
+    assert (memo["pages"], memo["skipped_pages"]) == (2, [2])
+    assert squash(memo["text"]) == squash("Team memo Meeting on Friday")
+    assert squash(docs["invoice.pdf"]["text"]) == squash("Invoice 4711 Total due 120 EUR")
+    # the corrupt file, named by its file, with its cause
+    (failure,) = out["failures"]
+    assert Path(failure["file"]).name == "corrupt.pdf"
+    assert (failure["source"], failure["outcome"], failure["cause"]) == (corrupt, "failed", cause)
+    # kept outputs: markdown per document, the run's Parquet outputs and its report
+    for name, doc in docs.items():
+        markdown = Path(doc["markdown"])
+        assert markdown.parent == Path(out["markdown_dir"])
+        assert markdown.read_text() == doc["text"] + "\n", name
+    assert sorted(p.name for p in Path(out["outputs"]).glob("mb-*")) == ["mb-00000", "mb-00001"]
+    assert cause in Path(out["report"]).read_text()
+    assert Path(out["run_dir"]).is_relative_to(airflow_deployment.airflow_home)
+    # what the user reads in the publish task's log
+    published = rest.task_log(dag_id, run_id, "publish")
+    assert f"corrupt.pdf: failed: {cause}" in published
+    assert f"report: {out['report']}" in published
+    # the loopback head's process group is gone
+    head = xcom("documents.ray_head")
+    assert tis[("documents.stop_ray_head", -1)]["state"] == "success"
+    assert live_members(int(head["pgid"])) == []
+    assert_no_secret(
+        ray_secrets(airflow_deployment, head),
+        task_logs=all_task_logs(rest, dag_id, run_id),
+        xcom=repr(rest.xcoms(dag_id, run_id)),
+        log_files=log_files(airflow_deployment),
+    )
 
-    rest.wait(all_deferred, 180, "the three microbatch sensors to defer")
-    gate.write_text("open")
-    run = rest.wait_for_run(dag_id, run_id, 180)
-    assert run["state"] == "success", failure_digest(rest, dag_id, run_id)
-    tis = rest.task_instances(dag_id, run_id)
-    for i in range(3):
-        assert tis[("docs.microbatch", i)]["state"] == "success"
-        summary = rest.xcom(dag_id, run_id, "docs.microbatch", map_index=i)
-        assert (summary["state"], summary["sources"]["present"]) == ("success", 4)
-    fired = trigger_logs(airflow_deployment, dag_id, run_id, "docs.microbatch")
-    assert sorted(fired) == [f"map_index={i}" for i in range(3)], airflow_deployment.logs()
-    assert all("Trigger fired event" in text for text in fired.values()), fired
+
+@pytest.mark.timeout(600)
+def test_video_example_through_the_scheduler(
+    airflow_deployment, airflow_rest, example_runs
+) -> None:
+    """Generated clips split at their cuts on an embedded Ray: one record per kept
+    clip, in time order, the still shot dropped."""
+    dag_id, rest = "rayorch_video", airflow_rest
+    run_id, tis = _finished(rest, example_runs, dag_id)
+    assert tis[("clips", -1)]["state"] == "success"
+    summary = rest.xcom(dag_id, run_id, "clips")
+    assert summary["state"] == "success"
+    out = rest.xcom(dag_id, run_id, "clip_records")
+    assert out["sources"]["present"] == len(SAMPLE_VIDEOS)
+    assert out["sources"] == summary["sources"]
+    assert out["failures"] == []
+    by_video: dict[str, list[dict[str, Any]]] = {}
+    for clip in out["clips"]:
+        by_video.setdefault(Path(clip["video"]).name, []).append(clip)
+    assert sorted(by_video) == sorted(SAMPLE_VIDEOS)
+    for name, clips in by_video.items():
+        for clip in clips:
+            assert 0 <= clip["start_s"] <= clip["keyframe_s"] <= clip["end_s"], (name, clip)
+        for a, b in pairwise(clips):
+            assert a["end_s"] <= b["start_s"], (name, clips)
+    approx = pytest.approx
+    spans = {
+        name: [(c["clip"], c["start_s"], c["end_s"]) for c in clips]
+        for name, clips in by_video.items()
+    }
+    assert spans["three-shots.mp4"] == [
+        (0, 0.0, approx(1.0, abs=0.1)),
+        (2, approx(2.0, abs=0.1), approx(3.0, abs=0.1)),
+    ]
+    assert spans["two-shots.mp4"] == [
+        (0, 0.0, approx(1.5, abs=0.1)),
+        (1, approx(1.5, abs=0.1), approx(2.5, abs=0.1)),
+    ]
+    assert Path(out["report"]).is_file()
+    assert Path(out["outputs"]).is_relative_to(airflow_deployment.airflow_home)
+    log = rest.task_log(dag_id, run_id, "clip_records")
+    assert "two-shots.mp4 clip 1: " in log
+    assert_no_secret(
+        ray_secrets(airflow_deployment),
+        task_logs=all_task_logs(rest, dag_id, run_id),
+        xcom=repr(rest.xcoms(dag_id, run_id)),
+    )

@@ -1,10 +1,10 @@
 """Issue 13 (2): event-driven ingestion through the real scheduler and triggerer.
 
-``rayorch_events`` joins the shared deployment's DAG folder. Its ``AssetWatcher`` runs
-``RayOrchNewSourcesTrigger`` in the real triggerer, on ``<landing>/inbox/*.txt``.
-Files land before a run, during it, and while the triggerer is down: it is killed
-(SIGKILL, no clean shutdown) mid-stream and started again. In the end every file
-was prepared by exactly one run: none twice, none skipped.
+``rayorch_events`` is one of the shared deployment's DAGs (conftest.DEPLOYMENT_DAGS).
+Its ``AssetWatcher`` runs ``RayOrchNewSourcesTrigger`` in the real triggerer, on
+``<landing>/inbox/*.txt``. Files land before a run, during it, and while the triggerer
+is down: it is killed (SIGKILL, no clean shutdown) mid-stream and started again. In
+the end every file was prepared by exactly one run: none twice, none skipped.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import signal
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from e2e_helpers import EXAMPLES
 from e2e_runs import failure_digest
 
 from airflow_provider_rayorch.assets.watch_state import COMMITTED_KEY, EMITTED_KEY
@@ -67,9 +66,6 @@ def test_files_landing_across_a_triggerer_kill_are_each_prepared_once(
     deployment, rest = airflow_deployment, airflow_rest
     inbox = deployment.landing / "inbox"
     inbox.mkdir(exist_ok=True)
-    link = deployment.dags_folder / f"{DAG_ID}.py"
-    if not link.exists():
-        link.symlink_to(EXAMPLES / f"{DAG_ID}.py")
     rest.wait_for_dag(DAG_ID, timeout=240)
     rest.unpause(DAG_ID)
     triggerer = deployment.processes["triggerer"]

@@ -1,6 +1,7 @@
 """The per-microbatch pattern on a loopback head with a job that commits nothing until
-the test opens a gate file (``dag_run.conf["gate"]``): every microbatch sensor finds no
-manifest, defers, and its trigger must fire in the real triggerer."""
+the test opens a gate file (``dag_run.conf["gate"]``; microbatch 0 waits for
+``dag_run.conf["first_gate"]``): every microbatch sensor finds no manifest, defers, and
+its trigger must fire in the real triggerer, microbatch 0's while the job still runs."""
 
 from __future__ import annotations
 
@@ -19,7 +20,14 @@ with DAG(
     rayorch_microbatch_group(
         "docs",
         pipeline="e2e_pipelines:Gated",
-        pipeline_kwargs={"gate": "{{ dag_run.conf['gate'] }}"},
+        pipeline_kwargs={
+            "gate": "{{ dag_run.conf['gate'] }}",
+            # microbatch 0's sources wait for a gate of their own
+            "first_gate": "{{ dag_run.conf['first_gate'] }}",
+            "first": [f"doc {i}" for i in range(4)],
+            # the run starts with its test module's other runs, before this test opens
+            "timeout_s": 600.0,
+        },
         sources=[f"doc {i}" for i in range(12)],
         input_batch_size=4,
         local_head=True,
