@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import AssetAlias, BaseOperator, ResumableJobMixin
 from airflow.sdk.configuration import conf
 
+from airflow_provider_rayorch.common.liveness import record_running
 from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.progress import relay_line
 from airflow_provider_rayorch.common.ratio import judge_summary
@@ -240,7 +241,14 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
     # -- plumbing ---------------------------------------------------------------------
     @cached_property
     def hook(self) -> RayOrchHook:
+        """Submits: a Jobs API that never answered fails at once."""
         return RayOrchHook(self.rayorch_conn_id, address=self.ray_address)
+
+    @cached_property
+    def poll_hook(self) -> RayOrchHook:
+        """Polls a job already submitted (by this try or an earlier one): a refused first
+        request is transient (a dashboard restarting), retried within the budget."""
+        return RayOrchHook(self.rayorch_conn_id, address=self.ray_address, answered_before=True)
 
     def _store(self) -> RunStore:
         from airflow_provider_rayorch.rayorch.store import RunStore
@@ -409,10 +417,12 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
     def submit_job(self, context: Context) -> str:
         run_id = self._run_id(context)
         try:
-            return self._submit(context, run_id)
+            job_id = self._submit(context, run_id)
         except RayOrchClusterError as exc:  # the job never started: say so in the run store
             self._record_job_state(run_id, JobStatus.NOT_STARTED, f"submit failed: {exc}")
             raise
+        record_running(self._store(), run_id, job_id, log=self.log, force=True)
+        return job_id
 
     def _record_job_state(self, run_id: str, status: JobStatus, message: str) -> None:
         try:
@@ -474,7 +484,11 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
 
     def get_job_status(self, external_id: Any, context: Context) -> str:
         self._job_id = job_id = str(external_id)
-        status = self._retrying(lambda: self.hook.get_job_status(job_id), f"reading job {job_id}")
+        status = self._retrying(
+            lambda: self.poll_hook.get_job_status(job_id), f"reading job {job_id}"
+        )
+        if JobStatus.parse(status) is JobStatus.RUNNING:
+            record_running(self._store(), self._run_id(context), job_id, log=self.log)
         return str(status)
 
     def is_job_active(self, status: str) -> bool:
@@ -508,14 +522,18 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         store, run_id = self._store(), self._run_id(context)
         printed, seen = 0, -1
         while True:
-            info = self._retrying(lambda: self.hook.get_job_info(job_id), f"polling job {job_id}")
+            info = self._retrying(
+                lambda: self.poll_hook.get_job_info(job_id), f"polling job {job_id}"
+            )
             status = JobStatus.MISSING if info is None else JobStatus.parse(info["status"])
+            if status is JobStatus.RUNNING:
+                record_running(store, run_id, job_id, log=self.log)
             committed = len(store.committed(run_id))
             if committed != seen:
                 seen = committed
                 self.log.info("Job %s %s: %d microbatch(es) committed", job_id, status, committed)
             try:
-                logs = self.hook.get_job_logs(job_id)
+                logs = self.poll_hook.get_job_logs(job_id)
             except Exception:  # logs are best effort
                 logs = ""
             for line in logs.splitlines()[printed:]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
+from airflow_provider_rayorch.common.liveness import record_running
 from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.ratio import judge_summary
 from airflow_provider_rayorch.common.repair import RepairMode, should_repair
@@ -88,6 +89,13 @@ class _RunStoreSensor(BaseSensorOperator):
 
     @cached_property
     def hook(self) -> RayOrchHook:
+        """Polls jobs that were already submitted: a refused first request is transient
+        (a dashboard restarting between two reschedules), retried within the budget."""
+        return RayOrchHook(self.rayorch_conn_id, address=self.ray_address, answered_before=True)
+
+    @cached_property
+    def submit_hook(self) -> RayOrchHook:
+        """Submits a repair job: a Jobs API that never answered fails at once."""
         return RayOrchHook(self.rayorch_conn_id, address=self.ray_address)
 
     def _store(self) -> RunStore:
@@ -108,6 +116,12 @@ class _RunStoreSensor(BaseSensorOperator):
             log=self.log,
         )
         return JobStatus.parse(status)
+
+    def _note_running(self, job_id: str, status: JobStatus) -> None:
+        """While the run's job runs, say so in the run store (throttled): a long
+        microbatch without a commit must not read ``unknown``."""
+        if status is JobStatus.RUNNING:
+            record_running(self._store(), self.run_id, job_id, log=self.log)
 
     def _job_message(self, job_id: str) -> str:
         """Ray's message about an ended job (best effort: it only explains)."""
@@ -187,7 +201,7 @@ class RayOrchMicrobatchSensor(_RunStoreSensor):
             f" try {ti.try_number}"
         )
         repair = MicrobatchRepair(
-            hook=self.hook,
+            hook=self.submit_hook,
             store=store,
             run_id=self.run_id,
             index=self.index,
@@ -256,6 +270,7 @@ class RayOrchMicrobatchSensor(_RunStoreSensor):
             raise self._not_submitted()
         if manifest is None and job_id is not None:
             status = self._job_status(job_id)
+            self._note_running(job_id, status)
             if status.is_terminal:
                 manifest = store.read_manifest(self.run_id, self.index)
                 if manifest is None:
@@ -320,6 +335,7 @@ class RayOrchRunSensor(_RunStoreSensor):
                 raise self._not_submitted()
             return True
         status = self._job_status(job_id)
+        self._note_running(job_id, status)
         if status.is_terminal and self._summary() is None:
             message = self._job_message(job_id)
             self._record_ended(job_id, status, message)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_provider_rayorch.common.liveness import record_running
 from airflow_provider_rayorch.common.polling import RETRY_BUDGET, acall_with_retries
 from airflow_provider_rayorch.common.progress import relay_line
 from airflow_provider_rayorch.common.states import JobStatus
@@ -90,7 +91,9 @@ class RayOrchJobTrigger(BaseTrigger):
         )
 
     def _hook(self) -> RayOrchHook:
-        return RayOrchHook(self.rayorch_conn_id, address=self.address)
+        # the job was submitted before this trigger existed: connection errors are
+        # transient from the first request (a dashboard restarting)
+        return RayOrchHook(self.rayorch_conn_id, address=self.address, answered_before=True)
 
     async def _tail(self, hook: RayOrchHook) -> None:
         try:
@@ -124,6 +127,10 @@ class RayOrchJobTrigger(BaseTrigger):
                     seen = len(committed)
                     self.log.info("run %s: %d microbatch(es) committed", self.run_id, seen)
                 status = JobStatus.MISSING if info is None else JobStatus.parse(info.get("status"))
+                if status is JobStatus.RUNNING:
+                    await asyncio.to_thread(
+                        record_running, store, self.run_id, self.job_id, log=self.log
+                    )
                 if status.is_terminal:
                     message = "" if info is None else str(info.get("message") or "")
                     if info is None:
@@ -208,7 +215,11 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         store = (await _load_store_class())(self.run_store)
-        hook = RayOrchHook(self.rayorch_conn_id, address=self.address) if self.job_id else None
+        hook = (
+            RayOrchHook(self.rayorch_conn_id, address=self.address, answered_before=True)
+            if self.job_id
+            else None
+        )
         while True:
             manifest = await asyncio.to_thread(store.read_manifest, self.run_id, self.index)
             if manifest is not None:
@@ -224,6 +235,10 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
                         {"status": "error", "index": self.index, "message": str(exc)}
                     )
                     return
+                if status is JobStatus.RUNNING:
+                    await asyncio.to_thread(
+                        record_running, store, self.run_id, self.job_id, log=self.log
+                    )
                 if status.is_terminal:
                     manifest = await asyncio.to_thread(store.read_manifest, self.run_id, self.index)
                     if manifest is not None:

@@ -68,6 +68,7 @@ def _op(tmp_path, hook, cls=RayOrchOperator, **kw):
     kw.setdefault("sources", list(range(5)))
     op = cls(task_id="task", input_batch_size=2, poll_interval=0.01, **kw)
     op.__dict__["hook"] = hook
+    op.__dict__["poll_hook"] = hook
     return op
 
 

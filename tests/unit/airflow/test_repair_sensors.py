@@ -73,6 +73,7 @@ def _sensor(cluster: _Cluster, store: RunStore, index: int, **kw):
         **kw,
     )
     sensor.__dict__["hook"] = cluster.hook
+    sensor.__dict__["submit_hook"] = cluster.hook
     return sensor
 
 

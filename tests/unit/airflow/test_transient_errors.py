@@ -117,6 +117,7 @@ def test_operator_poll_gives_up_after_the_budget(tmp_path, fake_engine) -> None:
     op = RayOrchOperator(task_id="t", pipeline="fake_pipelines:Square", sources=[1])
     op.poll_interval = 0.001
     op.__dict__["hook"] = hook
+    op.__dict__["poll_hook"] = hook
     ti = mock.MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1, try_number=1)
     with pytest.raises(RayOrchClusterError, match="gave up after 6 tries") as caught:
         op._poll("j", {"ti": ti})

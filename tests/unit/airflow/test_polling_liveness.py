@@ -1,0 +1,304 @@
+"""Pollers of a submitted job record RUNNING (issue 12 finding 4 follow-up) and keep
+transient tolerance from their first request (finding 11 follow-up)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import os
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from unittest import mock
+
+import pytest
+
+from airflow_provider_rayorch.common import polling
+from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore
+from airflow_provider_rayorch.reports import read_run_state
+from airflow_provider_rayorch.sensors import rayorch as sensors
+from airflow_provider_rayorch.sensors.rayorch import RayOrchMicrobatchSensor, RayOrchRunSensor
+from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger, RayOrchMicrobatchTrigger
+
+pytestmark = pytest.mark.timeout(60)
+
+MB = {"index": 0, "first_source": 0, "count": 2}
+
+
+@pytest.fixture(autouse=True)
+def _no_default_connection(monkeypatch) -> None:
+    monkeypatch.delenv("AIRFLOW_CONN_RAYORCH_DEFAULT", raising=False)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class _LateApi:
+    """A Jobs API on ``port`` that is not up until :meth:`start` (a dashboard restart)."""
+
+    def __init__(self, port: int, status: str) -> None:
+        self.port, self.status, self.requests = port, status, 0
+        self.server: ThreadingHTTPServer | None = None
+
+    @property
+    def address(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        if self.server is not None:
+            return
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                api.requests += 1
+                body = json.dumps({"status": api.status, "message": "", "job_id": "j"}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+@pytest.fixture
+def late_api():
+    apis: list[_LateApi] = []
+
+    def make(status: str = "RUNNING") -> _LateApi:
+        apis.append(_LateApi(_free_port(), status))
+        return apis[-1]
+
+    yield make
+    for api in apis:
+        api.close()
+
+
+def _ctx() -> dict:
+    return {"ti": mock.MagicMock()}
+
+
+def _retry_starts(monkeypatch, api: _LateApi, waits: list[float]) -> None:
+    """The first retry's wait brings the API up (sync pollers)."""
+
+    def sleep(delay: float) -> None:
+        waits.append(delay)
+        api.start()
+
+    monkeypatch.setattr(
+        sensors, "call_with_retries", functools.partial(polling.call_with_retries, sleep=sleep)
+    )
+
+
+# -- finding 11 follow-up: a refused first request of a poller is transient ---------------
+def test_microbatch_sensor_poke_survives_a_refused_first_request(
+    tmp_path, monkeypatch, late_api
+) -> None:
+    api = late_api("RUNNING")
+    waits: list[float] = []
+    _retry_starts(monkeypatch, api, waits)
+    sensor = RayOrchMicrobatchSensor(
+        task_id="mb",
+        microbatch=MB,
+        run_id="r",
+        run_store=str(tmp_path),
+        job_id="j",
+        ray_address=api.address,
+        deferrable=False,
+    )
+    assert sensor.poke(_ctx()).is_done is False
+    assert waits == [5.0]  # one retry under the budget, then the answer
+    assert api.requests >= 1
+
+
+def test_run_sensor_poke_survives_a_refused_first_request(tmp_path, monkeypatch, late_api) -> None:
+    api = late_api("RUNNING")
+    waits: list[float] = []
+    _retry_starts(monkeypatch, api, waits)
+    sensor = RayOrchRunSensor(
+        task_id="run",
+        run_id="r",
+        run_store=str(tmp_path),
+        job_id="j",
+        ray_address=api.address,
+        deferrable=False,
+    )
+    assert sensor.poke(_ctx()).is_done is False
+    assert waits == [5.0]
+
+
+def _async_retry_starts(monkeypatch, api: _LateApi, waits: list[float]) -> None:
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float) -> None:
+        waits.append(delay)
+        api.start()
+        await real_sleep(0)
+
+    monkeypatch.setattr(polling.asyncio, "sleep", sleep)
+
+
+def test_job_trigger_survives_a_refused_first_request(tmp_path, monkeypatch, late_api) -> None:
+    api = late_api("SUCCEEDED")
+    waits: list[float] = []
+    _async_retry_starts(monkeypatch, api, waits)
+    trigger = RayOrchJobTrigger(
+        job_id="j", run_id="r", run_store=str(tmp_path), address=api.address, tail_logs=False
+    )
+
+    async def first() -> dict:
+        async for event in trigger.run():
+            return dict(event.payload)
+        raise AssertionError("no event")
+
+    event = asyncio.run(first())
+    assert event["status"] == "success", event
+    assert waits[:1] == [5.0]
+
+
+def test_microbatch_trigger_survives_a_refused_first_request(
+    tmp_path, monkeypatch, late_api
+) -> None:
+    api = late_api("RUNNING")
+    waits: list[float] = []
+    _async_retry_starts(monkeypatch, api, waits)
+    store = RunStore(str(tmp_path))
+    trigger = RayOrchMicrobatchTrigger(
+        run_id="r", run_store=str(tmp_path), index=0, job_id="j", address=api.address
+    )
+    summary = {
+        "run_id": "r",
+        "state": "success",
+        "microbatch": dict(MB),
+        "sources": {"total": 2, "present": 2, "dropped": 0, "failed": 0, "suppressed": 0},
+    }
+
+    async def first() -> dict:
+        async for event in trigger.run():
+            return dict(event.payload)
+        raise AssertionError("no event")
+
+    real_start = api.start
+
+    def start_and_commit() -> None:  # the poll after the answer sees the commit
+        real_start()
+        if api.requests:
+            store.commit_microbatch("r", 0, summary)
+
+    api.start = start_and_commit  # type: ignore[method-assign]
+    event = asyncio.run(first())
+    assert event["status"] == "committed", event
+    assert waits[0] == 5.0
+
+
+# -- finding 4 follow-up: a job running for hours without a commit reads running ---------
+def _old_run(tmp_path) -> RunStore:
+    """A run whose plan was written two hours ago, nothing committed since."""
+    store = RunStore(str(tmp_path))
+    store.write_plan(
+        PlanRecord(
+            run_id="r",
+            pipeline="pkg.mod:P",
+            fingerprint="f" * 64,
+            sources=["a", "b"],
+            input_batch_size=2,
+        )
+    )
+    old = time.time() - 2 * 3600
+    for root, _, files in os.walk(tmp_path / "r"):
+        for name in files:
+            os.utime(os.path.join(root, name), (old, old))
+    assert read_run_state(store, "r").state == "unknown"  # the rule without a record
+    return store
+
+
+def test_microbatch_sensor_records_running_for_a_long_job(tmp_path) -> None:
+    store = _old_run(tmp_path)
+    sensor = RayOrchMicrobatchSensor(
+        task_id="mb",
+        microbatch=MB,
+        run_id="r",
+        run_store=str(tmp_path),
+        job_id="j",
+        deferrable=False,
+    )
+    sensor.__dict__["hook"] = mock.MagicMock(**{"get_job_status.return_value": "RUNNING"})
+    assert sensor.poke(_ctx()).is_done is False
+    assert read_run_state(store, "r").state == "running"
+
+
+def test_run_sensor_records_running_for_a_long_job(tmp_path) -> None:
+    store = _old_run(tmp_path)
+    sensor = RayOrchRunSensor(
+        task_id="run", run_id="r", run_store=str(tmp_path), job_id="j", deferrable=False
+    )
+    sensor.__dict__["hook"] = mock.MagicMock(**{"get_job_status.return_value": "RUNNING"})
+    assert sensor.poke(_ctx()).is_done is False
+    assert read_run_state(store, "r").state == "running"
+
+
+def test_job_trigger_records_running_for_a_long_job(tmp_path, monkeypatch, late_api) -> None:
+    store = _old_run(tmp_path)
+    api = late_api("RUNNING")
+    api.start()
+    trigger = RayOrchJobTrigger(
+        job_id="j", run_id="r", run_store=str(tmp_path), address=api.address, tail_logs=False
+    )
+    seen: list[str] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float) -> None:  # the poll's wait: look, then end the job
+        seen.append(read_run_state(store, "r").state)
+        api.status = "SUCCEEDED"
+        await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+
+    async def first() -> dict:
+        async for event in trigger.run():
+            return dict(event.payload)
+        raise AssertionError("no event")
+
+    assert asyncio.run(first())["status"] == "success"
+    assert seen[:1] == ["running"]
+
+
+def test_microbatch_trigger_records_running_for_a_long_job(tmp_path, monkeypatch, late_api) -> None:
+    store = _old_run(tmp_path)
+    api = late_api("RUNNING")
+    api.start()
+    trigger = RayOrchMicrobatchTrigger(
+        run_id="r", run_store=str(tmp_path), index=0, job_id="j", address=api.address
+    )
+    seen: list[str] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float) -> None:
+        seen.append(read_run_state(store, "r").state)
+        api.status = "FAILED"
+        await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+
+    async def first() -> dict:
+        async for event in trigger.run():
+            return dict(event.payload)
+        raise AssertionError("no event")
+
+    assert asyncio.run(first())["status"] == "error"
+    assert seen[:1] == ["running"]
