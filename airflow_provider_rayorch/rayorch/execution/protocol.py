@@ -46,12 +46,13 @@ class Task:
     """Run batch ``batch`` of run ``epoch`` of Call ``call`` on ``columns``.
 
     Batch ids restart with every run; ``(epoch, batch)`` names a batch across the
-    runs of a warm ``Executor``. Recomputations of lost values use batch 0."""
+    runs of a warm ``Executor``. Recomputations of lost values use batch 0. A
+    column is a list of values or, when every row is remote, ``PackedRefs``."""
 
     call: int
     epoch: int
     batch: int
-    columns: list[list[Any]]
+    columns: list[Any]
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Task, (self.call, self.epoch, self.batch, self.columns))

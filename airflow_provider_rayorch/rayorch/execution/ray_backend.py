@@ -40,7 +40,7 @@ from .driving import Delivery, drive
 from .hang_watch import HangWatch
 from .lineage_recovery import LineageRecovery, Recipe, Waiter
 from .protocol import Done, Raised, Rejected, Reply, Task
-from .remote_values import Box, RayValues, RemoteValue, materialize
+from .remote_values import Box, RayValues, RemoteValue, materialize, pack_column
 from .resources import check_resources
 
 if TYPE_CHECKING:
@@ -207,7 +207,8 @@ class RayBackend:
         if actor is None:  # replaced meanwhile; the core already re-queued its Grains
             return
         # One argument: Ray serializes each argument on its own, at a cost per argument.
-        task = Task(command.node.id, self._epoch, command.batch, command.columns)
+        columns = [pack_column(column) for column in command.columns]
+        task = Task(command.node.id, self._epoch, command.batch, columns)
         report, values = actor.run.remote(task)
         inflight[report] = _InFlight(command.batch, command.worker, values, command, attempts)
         timeout = self._timeouts[command.node.module]  # type: ignore[index]
@@ -239,14 +240,18 @@ class RayBackend:
         if started:
             for key in self.pools.came_up(started):
                 commands += core.handle(WorkerAdded(key, self.pools.module_of[key]))
+        # Replies first, deaths after: a batch that finished on an actor before it died
+        # commits, and only the batches really lost with the actor are charged for it.
+        deaths: dict[str, str] = {}
         for ref in ready:
-            entry = inflight.pop(ref, None)
+            entry = inflight.get(ref)
             if entry is not None:
                 try:
                     reply = ray.get(ref)
                 except RayActorError as exc:
-                    commands += self._lost(core, entry.worker, inflight, death_message(exc))
+                    deaths.setdefault(entry.worker, death_message(exc))
                     continue
+                del inflight[ref]
                 event = self._event(entry, reply)
                 if event is not None:
                     commands += core.handle(event)
@@ -255,6 +260,8 @@ class RayBackend:
             elif ref in self.recovery.pending:
                 for waiter in self.recovery.answered(ref):
                     commands += self._resume(core, waiter, inflight)
+        for worker, message in deaths.items():
+            commands += self._lost(core, worker, inflight, message)
         if due != _NEVER:
             now = time.monotonic()
             if self.pools.next_due() <= now:

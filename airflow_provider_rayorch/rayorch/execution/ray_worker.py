@@ -20,7 +20,7 @@ from ..outcomes import GroupFailure, RecordFailure
 from ..runtime.events import WITHDRAWN
 from .facts import fact_tree, length_fact
 from .protocol import CallSpec, Done, InputsLost, Raised, Rejected, Reply, Running, Task
-from .remote_values import Box, collect_boxes, materialize
+from .remote_values import Box, PackedRefs, collect_boxes, materialize
 from .withdrawals import Withdrawals
 from .worker import instantiate, run_batch
 
@@ -83,6 +83,7 @@ class PoolWorker:
         self.current = (task.epoch, task.batch, time.monotonic())
         try:
             if skip:
+                columns = [c.unpack() if type(c) is PackedRefs else c for c in columns]
                 n = len(columns[0])
                 keep = [i for i in range(n) if i not in skip]
                 if not keep:
@@ -93,10 +94,13 @@ class PoolWorker:
         finally:
             self.current = None
 
-    def _run(self, call: int, columns: list[list[Any]]) -> tuple[Reply, Any]:
+    def _run(self, call: int, columns: list[Any]) -> tuple[Reply, Any]:
         spec = self.calls[call]
         boxes: dict[int, Box] = {}
         for column in columns:
+            if type(column) is PackedRefs:
+                boxes.update((id(box), box) for box in column.boxes)
+                continue
             for value in column:
                 collect_boxes(value, boxes)
         if boxes:
@@ -106,7 +110,12 @@ class PoolWorker:
                 return Raised(f"inputs could not be fetched: {type(exc).__name__}: {exc}"), None
             if lost:
                 return InputsLost(tuple(lost)), None
-            columns = [[materialize(v, fetched) for v in column] for column in columns]
+            columns = [
+                column.materialize(fetched)
+                if type(column) is PackedRefs
+                else [materialize(v, fetched) for v in column]
+                for column in columns
+            ]
         outcome = run_batch(self.instance, spec.name, columns, spec.kwargs, spec.n_outputs)
         if outcome.rows is None:
             if outcome.error is not None:

@@ -5,6 +5,7 @@ Runs ``PoolWorker`` as a plain object with ``ray.get`` replaced: no Ray needed.
 
 from __future__ import annotations
 
+import pickle
 from typing import TYPE_CHECKING, Any
 
 import ray
@@ -13,7 +14,13 @@ from ray.exceptions import ObjectLostError, RaySystemError
 from airflow_provider_rayorch.rayorch.execution import ray_worker
 from airflow_provider_rayorch.rayorch.execution.protocol import CallSpec, InputsLost, Raised, Task
 from airflow_provider_rayorch.rayorch.execution.ray_worker import PoolWorker
-from airflow_provider_rayorch.rayorch.execution.remote_values import Box, RemoteValue
+from airflow_provider_rayorch.rayorch.execution.remote_values import (
+    Box,
+    PackedRefs,
+    RemoteValue,
+    pack_column,
+)
+from airflow_provider_rayorch.rayorch.runtime.events import WITHDRAWN
 from airflow_provider_rayorch.rayorch.runtime.value_needs import PortNeeds
 
 if TYPE_CHECKING:
@@ -108,3 +115,44 @@ def test_inputs_that_are_all_there_are_fetched_once_each(monkeypatch: pytest.Mon
     assert values == ["y", "z"]
     assert sorted(store.fetched) == ["aa", "bb"]
     assert ray.get is not store.get  # restored by monkeypatch after the test
+
+
+def test_a_column_of_remote_rows_travels_packed_and_a_mixed_one_as_it_is() -> None:
+    aa, bb = Box(FakeRef("aa")), Box(FakeRef("bb"))
+    remote = [RemoteValue(aa, (1,)), RemoteValue(bb, (0, 2)), RemoteValue(aa, (0,))]
+    packed = pack_column(remote)
+    assert isinstance(packed, PackedRefs)
+    assert packed.boxes == [aa, bb]
+    assert packed.rows == [(0, (1,)), (1, (0, 2)), (0, (0,))]
+    mixed = [RemoteValue(aa, (1,)), "plain"]
+    assert pack_column(mixed) is mixed
+    back = pickle.loads(pickle.dumps(packed))
+    assert [(b.ref.hex(), p) for b, p in ((v.box, v.path) for v in back.unpack())] == [
+        ("aa", (1,)),
+        ("bb", (0, 2)),
+        ("aa", (0,)),
+    ]
+
+
+def test_a_packed_column_is_fetched_once_per_object_and_gives_the_rows_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = FakeStore({"aa": ["x", "y"], "bb": [["p", "q", "r"]]}, {})
+    aa, bb = Box(FakeRef("aa")), Box(FakeRef("bb"))
+    remote = [RemoteValue(aa, (1,)), RemoteValue(bb, (0, 2)), RemoteValue(aa, (0,))]
+    _report, values = run_on(store, monkeypatch, [pack_column(remote)])
+    assert values == ["y", "r", "x"]
+    assert sorted(store.fetched) == ["aa", "bb"]
+
+
+def test_a_packed_column_with_withdrawn_rows_runs_the_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = FakeStore({"aa": ["x", "y", "z"]}, {})
+    aa = Box(FakeRef("aa"))
+    packed = pack_column([RemoteValue(aa, (i,)) for i in range(3)])
+    monkeypatch.setattr(ray_worker.ray, "get", store.get)
+    worker = PoolWorker(Identity, (), {}, calls(7))
+    assert worker.withdraw(1, 4, [1])
+    _report, values = worker.run(task(7, 4, [packed]))
+    assert values == ["x", WITHDRAWN, "z"]
