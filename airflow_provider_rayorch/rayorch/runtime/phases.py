@@ -14,6 +14,10 @@ __all__ = ["TRANSITIONS", "GrainEvent", "GrainPhase", "move", "read_story"]
 
 
 class GrainPhase(enum.Enum):
+    # Members are singletons: hashing by identity (in C) instead of Enum's
+    # Python-level hash of the name keeps the transition table cheap.
+    __hash__ = object.__hash__
+
     READY = "ready"
     """In its Call's FIFO ready queue."""
     IN_FLIGHT = "in_flight"
@@ -25,6 +29,8 @@ class GrainPhase(enum.Enum):
 
 
 class GrainEvent(enum.Enum):
+    __hash__ = object.__hash__
+
     DISPATCH = "dispatch"
     COMMIT = "commit"
     RETRY = "retry"
