@@ -1,16 +1,14 @@
-"""End-to-end fixtures: a throwaway Airflow home (SQLite) and a loopback Ray head.
+"""End-to-end fixtures: a real Airflow deployment (deployment.py) serving the DAG files
+of ``DEPLOYMENT_DAGS``, its REST client, and a loopback Ray head with token auth that
+the tests reach through connections made with the REST API.
 
-Every process the tests start gets ``HOME`` and ``RAY_AUTH_MODE`` set explicitly
-(Ray 2.60 writes ``~/.ray/auth_token`` and turns token auth on by default). The
-Ray head is stopped through its own process group, never with ``ray stop``.
+The Ray head is stopped through its own process group, never with ``ray stop``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
-import subprocess
 import sys
 
 import pytest
@@ -20,7 +18,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from typing import TYPE_CHECKING
 
 from deployment import Deployment, start_deployment
-from e2e_helpers import AIRFLOW, E2E_DAGS, EXAMPLES, ROOT, closed_port
+from e2e_helpers import E2E_DAGS, EXAMPLES, ROOT
 from rest import AirflowRest
 
 if TYPE_CHECKING:
@@ -74,64 +72,6 @@ def ray_head(e2e_root, ray_token):
         yield head
     finally:
         stop_local_head(head)
-
-
-@pytest.fixture(scope="session")
-def airflow_env(e2e_root) -> dict[str, str]:
-    """Environment of every Airflow process: its own AIRFLOW_HOME with a migrated SQLite DB."""
-    home = e2e_root / "airflow-home"
-    user_home = e2e_root / "worker-home"
-    home.mkdir()
-    user_home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RAY_"))}
-    env.update(
-        AIRFLOW_HOME=str(home),
-        HOME=str(user_home),
-        RAY_AUTH_MODE="token",
-        AIRFLOW__CORE__DAGS_FOLDER=str(E2E_DAGS),
-        AIRFLOW__CORE__LOAD_EXAMPLES="False",
-        AIRFLOW__CORE__UNIT_TEST_MODE="False",
-        PYTHONPATH=os.pathsep.join([str(E2E_DAGS), str(EXAMPLES), str(ROOT)]),
-        AIRFLOW_CONN_RAYORCH_DEFAULT=json.dumps(
-            {
-                "conn_type": "rayorch",
-                "extra": {
-                    "run_store": str(e2e_root / "embedded-runs"),
-                    "ray_init_kwargs": {"num_cpus": 2, "include_dashboard": False},
-                },
-            }
-        ),
-        AIRFLOW_CONN_RAYORCH_NOWHERE=json.dumps(
-            {
-                "conn_type": "rayorch",
-                "host": f"http://127.0.0.1:{closed_port()}",
-                "extra": {"timeout": 3},
-            }
-        ),
-    )
-    subprocess.run(
-        [AIRFLOW, "db", "migrate"], env=env, check=True, capture_output=True, timeout=300
-    )
-    return env
-
-
-@pytest.fixture(scope="session")
-def cluster_env(airflow_env, ray_head, ray_token, e2e_root) -> dict[str, str]:
-    """``airflow_env`` plus a ``rayorch_head`` connection to the loopback head."""
-    return {
-        **airflow_env,
-        "AIRFLOW_CONN_RAYORCH_HEAD": json.dumps(
-            {
-                "conn_type": "rayorch",
-                "host": ray_head["address"],
-                "password": ray_token,
-                "extra": {
-                    "run_store": str(e2e_root / "cluster-runs"),
-                    "runtime_env": {"working_dir": str(EXAMPLES)},
-                },
-            }
-        ),
-    }
 
 
 @pytest.fixture(scope="session")

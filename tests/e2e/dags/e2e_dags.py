@@ -1,4 +1,5 @@
-"""DAGs driven by tests/e2e (one dag.test() process each; settings come from env)."""
+"""DAGs of tests/e2e/test_deployment_cluster.py, served by the e2e deployment; the
+connections they name are made through its REST API, ``E2E_DELAY_S`` comes from its env."""
 
 from __future__ import annotations
 
