@@ -27,18 +27,20 @@ _READ_TI = Depends(requires_access_dag("GET", DagAccessEntity.TASK_INSTANCE))
 
 
 def report_html(ref: resolve.RunRef) -> str | None:
-    """The stored report of a run showing the run's state as of now, else one rendered
-    now from the run store alone."""
+    """The stored report of a run showing the run's state as of now, else (none stored,
+    or a repair came after it) one rendered now from the run store alone."""
     from airflow_provider_rayorch.rayorch.store import RunStore
     from airflow_provider_rayorch.reports import (
         read_run_report,
         read_run_state,
         render_run_report,
+        report_outdated,
         restate_report,
     )
 
     store = RunStore(ref.store_uri)
-    html = read_run_report(store, ref.run_id)
+    # a repair since the driver's report: render the repaired state from the store
+    html = None if report_outdated(store, ref.run_id) else read_run_report(store, ref.run_id)
     if html is None:
         if store.read_plan(ref.run_id) is None:
             return None

@@ -231,8 +231,9 @@ def _commit(store: RunStore, plan: PlanRecord, mb: Any) -> dict[str, Any]:
     return manifest
 
 
-def _write_report(store: RunStore, run_id: str, executor: Any, timings: list[Any]) -> None:
-    """Store the run's HTML report next to its manifests (best effort, never fatal)."""
+def _write_report(store: RunStore, run_id: str, executor: Any, timings: list[Any] | None) -> None:
+    """Store the run's HTML report next to its manifests (best effort, never fatal).
+    ``timings`` None: commit times from the manifests (a repair's report)."""
     try:
         from airflow_provider_rayorch.reports.writer import write_run_report
 
@@ -384,6 +385,8 @@ def repair_plan(
             max_failed_ratio=plan.max_failed_ratio,
         )
         store.write_run_manifest(run_id, result)
+    if manifests:  # the stored report must show the repaired state, not the first attempt
+        _write_report(store, run_id, None, None)
     return manifests
 
 

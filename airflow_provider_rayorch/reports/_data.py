@@ -10,9 +10,19 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from airflow_provider_rayorch.rayorch.attempts import read_repairs
 from airflow_provider_rayorch.rayorch.summary import summary_state
 
-from .state import RunFacts, RunState, decide_state, last_write, read_job_record, with_note
+from .history import AttemptRow, attempt_rows
+from .state import (
+    RunFacts,
+    RunState,
+    current_manifest_state,
+    decide_state,
+    last_write,
+    read_job_record,
+    with_note,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -42,6 +52,10 @@ class MicrobatchView:
     #: Seconds from the run's start (driver timings, else the manifest's commit time).
     started_s: float | None = None
     finished_s: float | None = None
+    #: The committed attempt (1: the run's; more after a repair).
+    attempt: int = 1
+    #: ``{port: uri}`` of the committed attempt's files (a repaired manifest's ``files``).
+    files: dict[str, str] = field(default_factory=dict)
 
     @property
     def committed(self) -> bool:
@@ -71,6 +85,8 @@ class RunView:
     ports: list[str] = field(default_factory=list)
     #: True when commit times come from manifest modification times, not the driver.
     times_from_store: bool = False
+    #: Attempt history of repaired microbatches (see :mod:`.history`).
+    attempts: list[AttemptRow] = field(default_factory=list)
 
 
 def _label(value: Any) -> str:
@@ -89,8 +105,12 @@ def _manifest_mtimes(store: RunStore, run_id: str) -> dict[int, datetime]:
     return found
 
 
-def _output_rows(store: RunStore, run_id: str, index: int, port: str) -> list[dict[str, Any]]:
-    uri = store.outputs_uri(run_id, index).rstrip("/") + f"/{port}.parquet"
+def _output_rows(
+    store: RunStore, run_id: str, mb: MicrobatchView, port: str
+) -> list[dict[str, Any]]:
+    """The committed attempt's rows: a repaired manifest names its files."""
+    default = store.outputs_uri(run_id, mb.index).rstrip("/") + f"/{port}.parquet"
+    uri = mb.files.get(port) or default
     table = pq.read_table(uri, columns=["source", "outcome", "cause"])
     return list(table.to_pylist())
 
@@ -150,6 +170,8 @@ def load_run(
             mb.sources = {k: int(v) for k, v in m["sources"].items()}
             mb.grains = {k: int(v) for k, v in (m.get("grains") or {}).items()}
             mb.elapsed_s = float(m.get("elapsed_s") or 0.0)
+            mb.attempt = int(m.get("attempt") or 1)
+            mb.files = {str(k): str(v) for k, v in (m.get("files") or {}).items()}
             view.ports = view.ports or list((m.get("outputs") or {}).get("ports") or ["out"])
             view.pipeline = view.pipeline or str(m.get("pipeline") or "")
             view.fingerprint = view.fingerprint or str(m.get("fingerprint") or "")
@@ -173,7 +195,7 @@ def load_run(
     record, unreadable = read_job_record(store, run_id)
     facts = RunFacts(
         has_plan=plan is not None,
-        manifest_state=None if run is None else str(run.get("state", "success")),
+        manifest_state=current_manifest_state(run, list(manifests.values())),
         all_committed_state=summary_state(counts, plan.max_failed_ratio)
         if plan is not None and all_committed
         else None,
@@ -181,6 +203,7 @@ def load_run(
         last_write=last_write(store, run_id),
     )
     apply_state(view, with_note(decide_state(facts, now=now), unreadable))
+    view.attempts = attempt_rows(manifests, read_repairs(store, run_id))
     _load_rows(store, run_id, view, [] if plan is None else plan.sources)
     return view
 
@@ -200,7 +223,7 @@ def _load_rows(store: RunStore, run_id: str, view: RunView, sources: list[Any]) 
         if not mb.committed:
             continue
         for port in view.ports:
-            for row in _output_rows(store, run_id, mb.index, port):
+            for row in _output_rows(store, run_id, mb, port):
                 source = int(row["source"])
                 rows.append(
                     {

@@ -120,6 +120,7 @@ def _microbatch_table(view: RunView) -> str:
         cells += [str(s.get(k, "")) for k in ("present", "dropped", "failed", "suppressed")]
         cells += [str(mb.grains.get("dispatched", "")), str(mb.grains.get("retried", ""))]
         cells.append("" if mb.elapsed_s is None else duration(mb.elapsed_s))
+        cells.append(str(mb.attempt) if mb.committed else "")
         tds = "".join(
             f'<td class="num">{c}</td>' if c[:1].isdigit() else f"<td>{c}</td>" for c in cells
         )
@@ -137,11 +138,34 @@ def _microbatch_table(view: RunView) -> str:
             "grains",
             "retried",
             "elapsed",
+            "attempt",
         )
     )
     body = "".join(rows)
     return (
         f'<table id="microbatch-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    )
+
+
+def _attempts_table(view: RunView) -> str:
+    """The attempt history of the repaired microbatches (empty: none was repaired)."""
+    rows = []
+    for a in view.attempts:
+        repaired = ", ".join(str(s) for s in a.repaired_sources)
+        job = f"<code>{esc(a.job_id)}</code>" if a.job_id else ""
+        rows.append(
+            f'<tr class="attempt-{esc(a.kind)}"><td>mb {a.index}</td><td class="num">'
+            f"{a.attempt}</td><td>{esc(a.kind)}</td><td>{_state(a.state)}</td>"
+            f"<td>{esc(repaired)}</td><td>{esc(a.when)}</td><td>{job}</td>"
+            f'<td class="cause">{esc(a.message)}</td></tr>'
+        )
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("microbatch", "attempt", "kind", "state", "sources repaired", "when", "Ray job")
+    )
+    return (
+        f'<table id="attempts-table"><thead><tr>{head}<th>message</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
     )
 
 
@@ -297,6 +321,17 @@ def render_page(
         ]
     else:
         sections.append(_section("timeline", "Actors busy and idle", "", no_timeline))
+    if view.attempts:
+        sections.append(
+            _section(
+                "attempts",
+                "Repairs and attempts",
+                _attempts_table(view),
+                "Each repaired microbatch's attempts: the run's first, then each repair "
+                "(its re-run sources, or why it was refused). The tables above show the "
+                "committed attempt.",
+            )
+        )
     sections.append(_section("sources", "Sources", _sources_table(view)))
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'

@@ -2,7 +2,9 @@
 
 The rule, first match wins:
 
-1. a run manifest exists: its ``state`` (``success`` | ``failed``);
+1. a run manifest exists and no microbatch was repaired after it was written: its
+   ``state`` (``success`` | ``failed``); a repair since then lets rule 3 decide by the
+   repaired counts until the run task rewrites the run manifest;
 2. the job-state record names an ended job (``NOT_STARTED``, ``FAILED``, ``STOPPED``)
    and nothing was written to the run after it: ``not_started`` | ``failed`` |
    ``stopped``, with the record's message (a record older than the run's last write
@@ -28,6 +30,8 @@ from airflow_provider_rayorch.common.states import JobStatus
 from airflow_provider_rayorch.rayorch.store import StoreError
 from airflow_provider_rayorch.rayorch.summary import summary_state
 
+from .history import attempt_rows, repairs_note, stale_run_manifest
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -38,11 +42,13 @@ __all__ = [
     "TERMINAL_STATES",
     "RunFacts",
     "RunState",
+    "current_manifest_state",
     "decide_state",
     "last_write",
     "read_job_record",
     "read_run_state",
     "with_note",
+    "with_repairs",
 ]
 
 #: How long a run with no news (no commit, no report, no job status) still counts as running.
@@ -178,25 +184,49 @@ def with_note(state: RunState, note: str | None) -> RunState:
     return replace(state, message=note) if note and not state.message else state
 
 
+def with_repairs(state: RunState, note: str | None) -> RunState:
+    """``state`` whose message also names the run's repairs (``history.repairs_note``)."""
+    if not note:
+        return state
+    return replace(state, message=f"{state.message} \u00b7 {note}" if state.message else note)
+
+
+def current_manifest_state(
+    run_manifest: Mapping[str, Any] | None, manifests: list[dict[str, Any]]
+) -> str | None:
+    """The run manifest's ``state``, or None without one or when a microbatch was
+    repaired after it was written (the counts of today's manifests then decide)."""
+    if run_manifest is None or stale_run_manifest(run_manifest, manifests):
+        return None
+    return str(run_manifest.get("state", "success"))
+
+
 def read_run_state(store: RunStore, run_id: str, *, now: datetime | None = None) -> RunState:
-    """The state of one run, from its run manifest, job-state record, plan and manifests."""
+    """The state of one run, from its run manifest, job-state record, plan and manifests;
+    a repaired run's message names its repairs."""
+    from airflow_provider_rayorch.rayorch.attempts import read_repairs
+
     manifest = store.read_run_manifest(run_id)
     plan = store.read_plan(run_id)
+    repairs = read_repairs(store, run_id)
+    # an unrepaired finished run needs no manifest read (the runs page lists many)
+    manifests = store.manifests(run_id) if manifest is None or repairs else []
+    manifest_state = current_manifest_state(manifest, manifests)
     all_committed = None
-    if manifest is None and plan is not None:
-        committed = store.committed(run_id)
-        if len(committed) >= len(plan.microbatches()):
-            counts: dict[str, int] = {}
-            for m in store.manifests(run_id):
-                for key, value in (m.get("sources") or {}).items():
-                    counts[key] = counts.get(key, 0) + int(value)
-            all_committed = summary_state(counts, plan.max_failed_ratio)
+    if manifest_state is None and plan is not None and len(manifests) >= len(plan.microbatches()):
+        counts: dict[str, int] = {}
+        for m in manifests:
+            for key, value in (m.get("sources") or {}).items():
+                counts[key] = counts.get(key, 0) + int(value)
+        all_committed = summary_state(counts, plan.max_failed_ratio)
     record, unreadable = read_job_record(store, run_id)
     facts = RunFacts(
         has_plan=plan is not None,
-        manifest_state=None if manifest is None else str(manifest.get("state", "success")),
+        manifest_state=manifest_state,
         all_committed_state=all_committed,
         job_state=record,
         last_write=last_write(store, run_id),
     )
-    return with_note(decide_state(facts, now=now), unreadable)
+    by_index = {int(m["microbatch"]["index"]): m for m in manifests}
+    note = repairs_note(attempt_rows(by_index, repairs)) if repairs else None
+    return with_repairs(with_note(decide_state(facts, now=now), unreadable), note)

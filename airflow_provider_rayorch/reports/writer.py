@@ -17,7 +17,14 @@ if TYPE_CHECKING:
 
     from airflow_provider_rayorch.rayorch.store import RunStore
 
-__all__ = ["REPORT_NAME", "read_run_report", "render_run_report", "report_uri", "write_run_report"]
+__all__ = [
+    "REPORT_NAME",
+    "read_run_report",
+    "render_run_report",
+    "report_outdated",
+    "report_uri",
+    "write_run_report",
+]
 
 REPORT_NAME = "report.html"
 
@@ -83,3 +90,17 @@ def read_run_report(store: RunStore, run_id: str) -> str | None:
             return bytes(f.read()).decode("utf-8")
     except FileNotFoundError:
         return None
+
+
+def report_outdated(store: RunStore, run_id: str) -> bool:
+    """A repair record (``repairs/mb-N.json``) is newer than the stored report: the
+    report shows an earlier attempt and must be rendered again from the run store."""
+    base = posixpath.join(store.root, run_id)
+    report = store.fs.get_file_info(posixpath.join(base, REPORT_NAME))
+    if report.type != pafs.FileType.File or report.mtime is None:
+        return False
+    selector = pafs.FileSelector(posixpath.join(base, "repairs"), allow_not_found=True)
+    return any(
+        info.type == pafs.FileType.File and info.mtime is not None and info.mtime >= report.mtime
+        for info in store.fs.get_file_info(selector)
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import TYPE_CHECKING
 
 import pytest
@@ -134,3 +135,24 @@ def test_an_uncommitted_microbatch_cannot_be_repaired(tmp_path: Path) -> None:
     store, _ = _plan(tmp_path)
     with pytest.raises(DriverError, match="microbatch 0 is not committed"):
         driver.repair_plan(store, "run", "0")
+
+
+def test_the_stored_report_shows_the_repair_not_the_first_attempt(tmp_path: Path) -> None:
+    """Issue 13 part 1, what the user sees: report.html after a repair of microbatch 0."""
+    from airflow_provider_rayorch.reports import read_run_report
+
+    store, state = _first_run_with_failures(tmp_path)
+    first = read_run_report(store, "run")
+    assert first is not None
+    assert 'id="attempts-table"' not in first
+    os.remove(state / "fail-1")
+
+    driver.repair_plan(store, "run", "0")
+
+    html = read_run_report(store, "run")
+    assert html is not None
+    assert 'id="attempts-table"' in html  # the attempt history: run, then repair
+    row = re.search(r'<tr id="mb-0">.*?</tr>', html)
+    assert row is not None
+    assert "state-success" in row.group(0)  # the first attempt's "failed" is gone
+    assert '<tr class="attempt-repair"><td>mb 0</td><td class="num">2</td>' in html
