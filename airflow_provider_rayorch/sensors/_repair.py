@@ -183,6 +183,18 @@ class MicrobatchRepair:
             self.store, self.run_id, self.index, attempt=attempt, job_id=job_id,
             status=status, owner=self.owner, message=message,
         )  # fmt: skip
+        if status != "committed":  # a committed repair's driver rewrote the report itself
+            self._rewrite_report()
+
+    def _rewrite_report(self) -> None:
+        """Store a report that names this refused or failed repair (best effort: the
+        plugin renders one from the store anyway when the stored one is older)."""
+        try:
+            from airflow_provider_rayorch.reports.writer import write_run_report
+
+            write_run_report(self.store, self.run_id)
+        except Exception as exc:  # a report must never hide the repair's error
+            self.log.warning("could not rewrite the report of run %s: %s", self.run_id, exc)
 
     def release(self) -> None:
         self.lease.release()

@@ -173,3 +173,18 @@ def test_a_repair_waits_for_an_orphaned_earlier_repair_job(failed_run) -> None:
         _sensor(cluster, store, 0, timeout=0).execute(ctx)
     assert cluster.entrypoints == []
     assert RepairLease(store, "r", "x").holder() is None  # given back on the way out
+
+
+def test_a_refused_repair_is_in_the_stored_report(failed_run) -> None:
+    """Issue 13 part 1, what the user sees: report.html names the refusal at once."""
+    from airflow_provider_rayorch.reports import read_run_report
+
+    cluster, store, state = failed_run
+    (state / "config.json").write_text(json.dumps({"udf": "OtherPages"}))
+    ctx, _ = _ctx(try_number=2, max_tries=1)
+    with pytest.raises(RayOrchPlanChanged):
+        _sensor(cluster, store, 0).execute(ctx)
+    html = read_run_report(store, "r")
+    assert html is not None
+    assert 'id="attempts-table"' in html
+    assert "udf changed from" in html
