@@ -34,6 +34,16 @@ def _fresh(record: dict[str, Any] | None, now: datetime) -> bool:
     return now - at < BEAT_EVERY
 
 
+def _read(store: RunStore, run_id: str) -> dict[str, Any] | None:
+    """The record, or None when it is damaged (then a new one replaces it)."""
+    from airflow_provider_rayorch.rayorch.store import StoreError
+
+    try:
+        return store.read_job_state(run_id)
+    except StoreError:
+        return None
+
+
 def record_running(
     store: RunStore, run_id: str, job_id: str, *, log: Any = None, force: bool = False
 ) -> bool:
@@ -41,7 +51,7 @@ def record_running(
     :data:`BEAT_EVERY` exists (``force``: write anyway, as after a submit). Returns
     whether it wrote. Never raises: the record is for the UI only."""
     try:
-        if not force and _fresh(store.read_job_state(run_id), datetime.now(UTC)):
+        if not force and _fresh(_read(store, run_id), datetime.now(UTC)):
             return False
         store.write_job_state(run_id, JobStatus.RUNNING.value, f"Ray job {job_id} is running")
         return True

@@ -302,3 +302,23 @@ def test_microbatch_trigger_records_running_for_a_long_job(tmp_path, monkeypatch
 
     assert asyncio.run(first())["status"] == "error"
     assert seen[:1] == ["running"]
+
+
+def test_running_is_recorded_at_most_every_few_minutes(tmp_path) -> None:
+    """The throttle is the record's own time: a fresh RUNNING record is not rewritten,
+    an older one (or a damaged one) is."""
+    from datetime import UTC, datetime
+
+    from airflow_provider_rayorch.common.liveness import BEAT_EVERY, record_running
+
+    store = RunStore(str(tmp_path))
+    assert record_running(store, "r", "j") is True
+    assert record_running(store, "r", "j") is False  # fresh: no write
+    record = tmp_path / "r" / "job_state.json"
+    old = datetime.now(UTC) - BEAT_EVERY * 2
+    record.write_text(json.dumps({"job_status": "RUNNING", "message": "", "at": old.isoformat()}))
+    assert record_running(store, "r", "j") is True
+    record.write_text("{not json")
+    assert record_running(store, "r", "j") is True
+    assert store.read_job_state("r")["job_status"] == "RUNNING"
+    assert record_running(store, "r", "j", force=True) is True
