@@ -85,6 +85,14 @@ class AirflowRest:
                 )
             time.sleep(1.0)
 
+    def put_connection(self, conn: dict[str, Any]) -> None:
+        """Create the connection, or replace the fields of an existing one (modules of
+        the session share one deployment and may name the same connection)."""
+        try:
+            self.call("POST", "connections", json=conn)
+        except RestError:
+            self.call("PATCH", f"connections/{quote(conn['connection_id'], safe='')}", json=conn)
+
     # -- DAGs and runs -----------------------------------------------------------------
 
     def wait_for_dag(self, dag_id: str, timeout: float = 120) -> dict[str, Any]:

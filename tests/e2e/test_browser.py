@@ -43,10 +43,8 @@ def artifacts(e2e_root) -> Path:
 @pytest.fixture(scope="module")
 def ui(airflow_deployment, airflow_rest, ray_head, ray_token, e2e_root, artifacts):
     """Run the DAG through the deployment's scheduler; yield (url, result, browser)."""
-    airflow_rest.call(
-        "POST",
-        "connections",
-        json={
+    airflow_rest.put_connection(
+        {
             "connection_id": "rayorch_head",
             "conn_type": "rayorch",
             "host": ray_head["address"],

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from e2e_helpers import EXAMPLES, closed_port, wait_for
 from e2e_runs import all_task_logs, assert_no_secret, failure_digest, finish_run, start_runs
-from rest import RestError
 
 from airflow_provider_rayorch.rayorch.store import RunStore
 
@@ -42,14 +41,6 @@ DAGS = (
 DEADLINE_S = 480
 
 
-def _put_connection(rest: AirflowRest, conn: dict[str, Any]) -> None:
-    """Create the connection, or replace the fields of one an earlier module made."""
-    try:
-        rest.call("POST", "connections", json=conn)
-    except RestError:
-        rest.call("PATCH", f"connections/{conn['connection_id']}", json=conn)
-
-
 @pytest.fixture(scope="module")
 def cluster_store(e2e_root: Path) -> Path:
     return e2e_root / "cluster-runs"
@@ -60,8 +51,7 @@ def cluster_runs(
     airflow_deployment: Deployment, airflow_rest: AirflowRest, ray_head, ray_token, cluster_store
 ) -> dict[str, str]:
     """``{dag_id: run_id}`` of one run of each DAG of this module, triggered together."""
-    _put_connection(
-        airflow_rest,
+    airflow_rest.put_connection(
         {
             "connection_id": "rayorch_head",
             "conn_type": "rayorch",
@@ -72,8 +62,7 @@ def cluster_runs(
             ),
         },
     )
-    _put_connection(
-        airflow_rest,
+    airflow_rest.put_connection(
         {
             "connection_id": "rayorch_nowhere",
             "conn_type": "rayorch",
