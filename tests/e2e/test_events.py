@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from e2e_runs import failure_digest
+from ui_shots import Shots, report_path, shots_fixture  # noqa: F401 (a fixture)
 
 from airflow_provider_rayorch.assets.watch_state import COMMITTED_KEY, EMITTED_KEY
 
@@ -25,6 +26,8 @@ pytestmark = [pytest.mark.slow]
 
 DAG_ID = "rayorch_events"
 BUSY = ("queued", "running")
+#: ``{run_id: sources}`` the triggerer test's runs prepared, for the UI test after it.
+PREPARED: dict[str, list[str]] = {}
 
 
 def _land(inbox: Path, names: list[str]) -> list[str]:
@@ -117,3 +120,28 @@ def test_files_landing_across_a_triggerer_kill_are_each_prepared_once(
     }
     assert EMITTED_KEY in state
     deployment.wait(deployment.healthy, 180, "the restarted triggerer to report healthy")
+    PREPARED.update(prepared)
+
+
+def test_the_ui_shows_the_asset_events_and_their_runs(airflow_rest, shots: Shots) -> None:
+    """Screenshots for docs/airflow/event-driven.md: the asset's page with the watcher's
+    events, the DAG's asset-triggered runs, and one run's report."""
+    if not PREPARED:
+        pytest.skip("needs the runs test_files_landing_across_a_triggerer_kill_... made")
+    (asset,) = airflow_rest.get("assets", name_pattern="rayorch-inbox")["assets"]
+    shots.open(f"/assets/{asset['id']}", "rayorch-inbox", "Asset Events", DAG_ID)
+    shots.shot("events-asset")
+
+    text = shots.open(f"/dags/{DAG_ID}/runs", *PREPARED)
+    assert "asset" in text.lower(), text
+    shots.shot("events-runs")
+
+    run_id, sources = max(PREPARED.items(), key=lambda item: len(item[1]))
+    shots.open(report_path(DAG_ID, run_id), "RayOrch run report")
+    assert shots.driver.find_element("id", "source-shown").text == str(len(sources))
+    cells = shots.report_rows("sources-table")
+    assert len(cells) == len(sources)
+    assert {c.lower() for row in cells for c in row if c.lower() in ("present", "failed")} == {
+        "present"
+    }, cells
+    shots.shot("events-report")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from e2e_helpers import ROOT
 from e2e_runs import failure_digest
+from ui_shots import Shots, report_path, run_path, shots_fixture  # noqa: F401 (a fixture)
 
 from airflow_provider_rayorch.rayorch.store import read_summary_outputs
 
@@ -33,6 +34,8 @@ FILES = [
     # the pipeline the DAG names; the dags folder is on the workers' (and head's) path
     ROOT / "tests" / "unit" / "airflow" / "repair_pipelines.py",
 ]
+#: The run test_clearing_a_red_microbatch_... repaired, for the UI test after it.
+REPAIRED: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +130,34 @@ def test_clearing_a_red_microbatch_repairs_only_its_failed_sources(
     rows = read_summary_outputs(run)
     assert [(r["source"], r["outcome"]) for r in rows] == [(i, "present") for i in range(6)]
     assert [r["value"] for r in rows] == [[i * 20, i * 20 + 2] for i in range(6)]
+    REPAIRED["run_id"] = run_id
+
+
+def test_the_ui_shows_the_repaired_microbatch_and_its_attempts(shots: Shots) -> None:
+    """Screenshots for docs/airflow/repair.md: the grid and the mapped task instances
+    after the repair (microbatch 0 green on its second try), and the report's
+    'Repairs and attempts' table."""
+    if "run_id" not in REPAIRED:
+        pytest.skip("needs the run test_clearing_a_red_microbatch_... repaired")
+    run_id = REPAIRED["run_id"]
+    shots.open(run_path(DAG_ID, run_id), DAG_ID, "docs")
+    shots.expand_grid("ray_head", "submit", "microbatch", "run")
+    shots.shot("repair-grid")
+    text = shots.open(
+        f"{run_path(DAG_ID, run_id)}/tasks/{MB}/mapped", "mb 0: sources 0-2", "mb 1: sources 3-5"
+    )
+    assert text.lower().count("success") >= 2, text
+    shots.shot("repair-mapped")
+
+    shots.open(report_path(DAG_ID, run_id), "RayOrch run report", "Repairs and attempts")
+    rows = shots.report_rows("attempts-table")
+    assert [[c.lower() for c in row[:4]] for row in rows] == [
+        ["mb 0", "1", "run", "failed"],
+        ["mb 0", "2", "repair", "success"],
+    ], rows
+    assert rows[1][4] == "1"  # the sources repaired
+    shots.scroll_to(shots.driver.find_element("id", "attempts"))
+    shots.shot("repair-report")
 
 
 def test_a_repair_may_change_batch_sizes_but_not_the_udf(

@@ -1,0 +1,98 @@
+"""Screenshots of the e2e deployment's UI for the docs: one headless chromium per test
+module (browser.py), pages opened until what a shot must show is there. Shots go to
+``$RAYORCH_BROWSER_ARTIFACTS`` (else the e2e root); ``RAYORCH_DOC_IMAGES=1`` also
+copies them to docs/images, as in test_browser.py."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import pytest
+from browser import body_text, chromium, missing_browser, wait_until
+from e2e_helpers import ROOT
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+DOC_IMAGES = ROOT / "docs" / "images"
+
+
+@dataclass
+class Shots:
+    """A browser on the deployment at ``url``, saving named screenshots."""
+
+    driver: Any
+    url: str
+    artifacts: Path
+
+    def open(self, path: str, *texts: str, timeout: float = 60) -> str:
+        """Load ``url + path`` and wait until every text is visible in the page."""
+        self.driver.get(f"{self.url}{path}")
+        try:
+            return str(
+                wait_until(
+                    lambda: (lambda t: t if all(x in t for x in texts) else None)(
+                        body_text(self.driver)
+                    ),
+                    timeout,
+                    f"{texts} on {path}",
+                )
+            )
+        except AssertionError:
+            self.driver.save_screenshot(str(self.artifacts / "failed-page.png"))
+            raise
+
+    def shot(self, name: str) -> Path:
+        path = self.artifacts / f"{name}.png"
+        self.driver.save_screenshot(str(path))
+        if os.environ.get("RAYORCH_DOC_IMAGES") == "1":
+            DOC_IMAGES.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, DOC_IMAGES / path.name)
+        return path
+
+    def scroll_to(self, element: Any) -> None:
+        self.driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", element)
+
+    def expand_grid(self, *texts: str) -> None:
+        """Expand the run's task groups in the grid; wait for ``texts``."""
+        self.driver.find_element(
+            "css selector", "button[aria-label='Expand all task groups']"
+        ).click()
+        wait_until(
+            lambda: all(t in body_text(self.driver) for t in texts),
+            30,
+            f"{texts} in the expanded grid",
+        )
+
+    def report_rows(self, table_id: str) -> list[list[str]]:
+        """The cells of a RayOrch report table's visible body rows."""
+        rows = self.driver.find_elements("css selector", f"#{table_id} tbody tr")
+        return [
+            [c.text for c in r.find_elements("tag name", "td")] for r in rows if r.is_displayed()
+        ]
+
+
+def run_path(dag_id: str, run_id: str) -> str:
+    return f"/dags/{dag_id}/runs/{quote(run_id, safe='')}"
+
+
+def report_path(dag_id: str, run_id: str) -> str:
+    """The DAG run's RayOrch report, as the plugin serves it (the tab's iframe source)."""
+    return f"/rayorch/dagrun?dag_id={dag_id}&run_id={quote(run_id, safe='')}"
+
+
+@pytest.fixture(scope="module", name="shots")
+def shots_fixture(airflow_deployment: Any, e2e_root: Path) -> Iterator[Shots]:
+    """One browser for the module's shots; skipped where chromium is not installed."""
+    missing = missing_browser()
+    if missing:
+        pytest.skip(missing)
+    where = Path(os.environ.get("RAYORCH_BROWSER_ARTIFACTS") or e2e_root / "browser-artifacts")
+    where.mkdir(parents=True, exist_ok=True)
+    with chromium() as driver:
+        yield Shots(driver, airflow_deployment.url, where)
