@@ -237,6 +237,9 @@ class Core:
         for batch, charged in self._scheduler.remove_worker(event):
             call = batch.call
             grains = [g for _, g in live_grains(batch)]
+            if event.charge:  # a death nobody chose: which batch caused it is a guess
+                for grain in grains:
+                    grain.lost += 1
             decision = decide_after_loss(call.recovery, grains, charged=charged)
             limit = call.recovery.infra_retries
             self._transitions.retry(

@@ -113,7 +113,18 @@ class Issue:
 class Grain:
     """One Call applied to one Entity: the unit of computation."""
 
-    __slots__ = ("call", "entity", "gen", "infra", "phase", "retries", "seq", "story", "t_ready")
+    __slots__ = (
+        "call",
+        "entity",
+        "gen",
+        "infra",
+        "lost",
+        "phase",
+        "retries",
+        "seq",
+        "story",
+        "t_ready",
+    )
 
     def __init__(self, call: CallState, entity: Entity, seq: int, now: float) -> None:
         self.call = call
@@ -123,6 +134,9 @@ class Grain:
         self.gen = 0
         self.retries = 0
         self.infra = 0
+        #: Times it was in flight on a worker that died (charged or not): such a Grain
+        #: runs alone on an idle worker, so a death it causes is never pinned on another.
+        self.lost = 0
         self.seq = seq
         self.t_ready = now
         #: One letter per transition (see ``phases.read_story``): cheap and untracked.

@@ -76,21 +76,26 @@ class ReadyQueue:
         else:
             self._order.append(group)
 
-    def head_seq(self) -> int | None:
-        """The queue sequence number of the oldest live entry (None when empty)."""
+    def head(self) -> Grain | None:
+        """The oldest live Grain (None when empty); dead entries in front are dropped."""
         order = self._order
         while order:
             entry = order[0]
             if isinstance(entry, _Pinned):
                 live = entry.live()
                 if live:
-                    return live[0].seq
+                    return live[0]
             else:
                 grain, gen = entry
                 if grain.phase is _READY and grain.gen == gen:
-                    return grain.seq
+                    return grain
             order.popleft()
         return None
+
+    def head_seq(self) -> int | None:
+        """The queue sequence number of the oldest live entry (None when empty)."""
+        grain = self.head()
+        return None if grain is None else grain.seq
 
     def take(self, batch_size: int) -> list[Grain]:
         """Remove and return the next batch (at most ``batch_size`` Grains)."""

@@ -77,15 +77,21 @@ class Scheduler:
         while pool.ready:
             worker = None
             for w in workers:
-                if len(w.inflight) < w.capacity and (
-                    worker is None or len(w.inflight) < len(worker.inflight)
+                if (
+                    not w.quarantined
+                    and len(w.inflight) < w.capacity
+                    and (worker is None or len(w.inflight) < len(worker.inflight))
                 ):
                     worker = w
             if worker is None:
                 return
             if worker.inflight:
-                # A busy worker is only sent full batches: partial ones wait for an idle one.
-                candidates = [c for c in calls if c.ready >= c.batch_size]
+                # A busy worker is only sent full batches: partial ones wait for an idle
+                # one, and so do Grains that were on a worker that died (they run alone,
+                # so a death they cause again is charged to them, never to a neighbour).
+                candidates = [
+                    c for c in calls if c.ready >= c.batch_size and not _lost_before(c.queue.head())
+                ]
             else:
                 candidates = [c for c in calls if c.ready]
             if not candidates:
@@ -113,6 +119,8 @@ class Scheduler:
         self.timeline.dispatch(self.now, batch)
         self.batches[batch_id] = batch
         worker.inflight[batch_id] = batch
+        if batch.suspect:
+            worker.quarantined += 1
         columns = [[g.entity.items[slot] for g in grains] for slot in call.in_slots]
         self.out.append(Dispatch(batch_id, worker.id, call.node, columns, call.kwargs))
 
@@ -128,6 +136,8 @@ class Scheduler:
                 self.duplicate_reports += 1
             return None
         batch.worker.inflight.pop(batch_id, None)
+        if batch.suspect:
+            batch.worker.quarantined -= 1
         batch.call.busy_s += busy_s
         self.timeline.report(self.now, batch, busy_s, kind)
         return batch
@@ -168,3 +178,8 @@ class Scheduler:
             lost.append((batch, batch_id == charged))
         worker.inflight.clear()
         return lost
+
+
+def _lost_before(grain: Grain | None) -> bool:
+    """``grain`` was in flight on a worker that died."""
+    return grain is not None and grain.lost > 0

@@ -131,7 +131,7 @@ class CallState:
 
 
 class WorkerState:
-    __slots__ = ("capacity", "id", "inflight", "pool")
+    __slots__ = ("capacity", "id", "inflight", "pool", "quarantined")
 
     def __init__(self, id: Any, pool: PoolState, capacity: int) -> None:
         self.id = id
@@ -139,12 +139,15 @@ class WorkerState:
         self.capacity = capacity
         #: batch id -> batch, in dispatch order.
         self.inflight: dict[int, BatchRecord] = {}
+        #: In-flight batches holding a Grain that was on a dead worker (0 or 1): while
+        #: one runs, the worker takes no other batch.
+        self.quarantined = 0
 
 
 class BatchRecord:
     """A dispatched batch: its Grains and the generation each was dispatched under."""
 
-    __slots__ = ("call", "gens", "grains", "id", "worker")
+    __slots__ = ("call", "gens", "grains", "id", "suspect", "worker")
 
     def __init__(self, id: int, call: CallState, worker: WorkerState, grains: list[Grain]) -> None:
         self.id = id
@@ -152,6 +155,8 @@ class BatchRecord:
         self.worker = worker
         self.grains = grains
         self.gens = [g.gen for g in grains]
+        #: It holds a Grain that was in flight on a worker that died.
+        self.suspect = any(g.lost for g in grains)
 
 
 class Microbatch:
