@@ -74,15 +74,8 @@ def call_with_retries(
         try:
             return fn()
         except RayOrchClusterError as exc:
-            if not is_transient(exc):
-                raise
             attempt += 1
-            if attempt > budget.retries:
-                raise _exhausted(what, exc, attempt, time.monotonic() - started) from exc
-            wait = budget.delay(attempt, interval)
-            if log is not None:
-                log.warning(_RETRYING, what, attempt, budget.retries, wait, exc)
-            sleep(wait)
+            sleep(_wait_or_raise(exc, attempt, what, interval, log, budget, started))
 
 
 async def acall_with_retries(
@@ -99,12 +92,26 @@ async def acall_with_retries(
         try:
             return await fn()
         except RayOrchClusterError as exc:
-            if not is_transient(exc):
-                raise
             attempt += 1
-            if attempt > budget.retries:
-                raise _exhausted(what, exc, attempt, time.monotonic() - started) from exc
-            wait = budget.delay(attempt, interval)
-            if log is not None:
-                log.warning(_RETRYING, what, attempt, budget.retries, wait, exc)
-            await asyncio.sleep(wait)
+            await asyncio.sleep(_wait_or_raise(exc, attempt, what, interval, log, budget, started))
+
+
+def _wait_or_raise(
+    exc: RayOrchClusterError,
+    attempt: int,
+    what: str,
+    interval: float,
+    log: Any,
+    budget: RetryBudget,
+    started: float,
+) -> float:
+    """The wait before retry ``attempt`` after ``exc``; raises ``exc`` when it is not
+    transient, or the budget's "gave up" error when the retries are spent."""
+    if not is_transient(exc):
+        raise exc
+    if attempt > budget.retries:
+        raise _exhausted(what, exc, attempt, time.monotonic() - started) from exc
+    wait = budget.delay(attempt, interval)
+    if log is not None:
+        log.warning(_RETRYING, what, attempt, budget.retries, wait, exc)
+    return wait

@@ -314,16 +314,7 @@ def run_plan(store: RunStore, run_id: str, *, address: str | None = None) -> dic
                         last_report = time.monotonic()
             finally:
                 ticker.stop()
-    result = summaries.run_summary(
-        store.manifests(run_id),
-        elapsed_s=time.monotonic() - started,
-        run_id=run_id,
-        pipeline=plan.pipeline,
-        fingerprint=plan.fingerprint,
-        outputs_uri=store.outputs_uri(run_id),
-        max_failed_ratio=plan.max_failed_ratio,
-    )
-    store.write_run_manifest(run_id, result)
+    result = _write_run_manifest(store, plan, run_id, started)
     if executor is not None:
         _write_report(store, run_id, executor, timings)
     _emit(
@@ -375,16 +366,7 @@ def repair_plan(
             },
         )
     if write_run_manifest:
-        result = summaries.run_summary(
-            store.manifests(run_id),
-            elapsed_s=time.monotonic() - started,
-            run_id=run_id,
-            pipeline=plan.pipeline,
-            fingerprint=plan.fingerprint,
-            outputs_uri=store.outputs_uri(run_id),
-            max_failed_ratio=plan.max_failed_ratio,
-        )
-        store.write_run_manifest(run_id, result)
+        _write_run_manifest(store, plan, run_id, started)
     if manifests:  # the stored report must show the repaired state, not the first attempt
         _write_report(store, run_id, None, None)
     return manifests
@@ -425,6 +407,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         _emit("ERROR", {"message": str(exc), "exit_code": exc.exit_code})
         return exc.exit_code
     return 0
+
+
+def _write_run_manifest(
+    store: RunStore, plan: PlanRecord, run_id: str, started: float
+) -> dict[str, Any]:
+    """Sum the committed microbatch manifests into the run manifest and write it."""
+    result = summaries.run_summary(
+        store.manifests(run_id),
+        elapsed_s=time.monotonic() - started,
+        run_id=run_id,
+        pipeline=plan.pipeline,
+        fingerprint=plan.fingerprint,
+        outputs_uri=store.outputs_uri(run_id),
+        max_failed_ratio=plan.max_failed_ratio,
+    )
+    store.write_run_manifest(run_id, result)
+    return result
 
 
 if __name__ == "__main__":
