@@ -203,3 +203,40 @@ def test_the_static_checks_can_fail() -> None:
     assert "time.sleep" in modules
     assert f"{PACKAGE}.execution.local" in modules
     assert "airflow" not in modules
+
+
+def test_a_pool_actor_imports_the_worker_side_only() -> None:
+    """What every actor imports at start (``ray_worker``, by the pickled class) leaves
+    the compiler, the core, the driver and the store unloaded: they load on first use
+    of the package root's names."""
+    script = (
+        "import airflow_provider_rayorch.rayorch.execution.ray_worker\n"
+        "import json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    loaded = {m for m in json.loads(out.stdout.splitlines()[-1]) if m.startswith(PACKAGE)}
+    driver_side = {
+        f"{PACKAGE}.{name}"
+        for name in (
+            "execution.api",
+            "execution.ray_backend",
+            "runtime.core",
+            "runtime.lowering",
+            "program.module",
+            "program.pipeline",
+            "program.compiler",
+            "store",
+            "driver",
+        )
+    }
+    assert loaded & driver_side == set()
+
+
+def test_the_package_roots_names_load_on_first_use() -> None:
+    names = ro.__all__
+    assert sorted(names) == sorted(set(names))
+    for name in names:
+        assert getattr(ro, name) is not None, name
+    assert set(names) <= set(dir(ro))
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        ro.Nope  # noqa: B018
