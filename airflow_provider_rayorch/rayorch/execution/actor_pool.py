@@ -10,6 +10,11 @@ pool; then the run fails with ``ExecutionError``. An actor killed from outside
 (``ray.kill``) or lost with its node while starting is replaced without counting:
 that says nothing about its constructor. A constructor that raises fails at
 once: starting it again would raise again.
+
+Modules that share a process (``ray_options(share_process=name)``) start as one
+``SharedProcess`` actor with a slot per replica; each slot is a worker like any
+other, but they start, fail to start and die together: a failed start counts once
+against each member pool's budget, and a death loses every slot.
 """
 
 from __future__ import annotations
@@ -23,10 +28,12 @@ import ray
 from ray.exceptions import RayActorError
 
 from ..errors import ExecutionError, ResourceUnavailableError
+from ..program.shared_processes import process_groups, shared_actor_options
 from ..runtime.lowering import lower
 from .actor_start import DEFAULT_ACTOR_START_RETRIES, StartBudget, StartClock, start_order
 from .protocol import CallSpec
 from .ray_worker import CONCURRENCY_GROUPS, PoolWorker
+from .shared_process import SharedProcess, Slot, actor_of
 
 if TYPE_CHECKING:
     from ..program.plan import Plan
@@ -69,6 +76,12 @@ class ActorPools:
         self._to_start: list[int] = []
         self._all: list[Any] = []
         self._spawned = 0
+        #: Share name of each module (None: a process per replica).
+        self._share = {m.id: m.options.share_process for m in plan.modules}
+        self._groups = process_groups(plan.modules)
+        #: Slot key -> its shared process; process -> its slot keys.
+        self.process_of: dict[str, str] = {}
+        self.members: dict[str, list[str]] = {}
         #: One per run: batch ids restart every run, ``(epoch, batch)`` does not.
         self.epoch = 0
         self.losses = 0
@@ -90,18 +103,22 @@ class ActorPools:
             2, int(ray.cluster_resources().get("CPU", 2))
         )
         self.start_more(max(self.concurrency, pools))
-        return list(self.starting)[:pools]
+        firsts: dict[int, Any] = {}
+        for ref, key in self.starting.items():
+            firsts.setdefault(self.module_of[key], ref)
+        return list(firsts.values())
 
     def start_more(self, n: int | None = None) -> None:
         """Create up to ``n`` more actors from the start order (default: as many as
         keep ``concurrency`` of them starting)."""
         if n is None:
-            n = self.concurrency - len(self.starting)
+            processes = {self.process_of.get(k, k) for k in self.starting.values()}
+            n = self.concurrency - len(processes)
         for _ in range(max(0, n)):
             if not self._to_start:
                 return
-            key = self._spawn(self._to_start.pop(0))
-            self.starting[self.actors[key].ready.remote()] = key
+            for key in self._spawn(self._to_start.pop(0)):
+                self.starting[self.actors[key].ready.remote()] = key
 
     def wait_started(self, timeout_s: float, refs: list[Any] | None = None) -> None:
         """Wait until the actors behind ``refs`` (default: every actor still to
@@ -142,9 +159,8 @@ class ActorPools:
                     ) from exc
                 if _killed_from_outside(self.actors[key]):
                     # ray.kill or its node went away: no sign its constructor is at fault.
-                    self.actors.pop(key, None)
-                    self.losses += 1
-                    self._to_start.insert(0, self.module_of[key])
+                    for k in self._drop(key):
+                        self._to_start.insert(0, self.module_of[k])
                 else:
                     self._start_failed(key, "died while starting", death_message(exc))
             else:
@@ -159,8 +175,8 @@ class ActorPools:
         now = time.monotonic()
         for ref, key in list(self.starting.items()):
             clock = self._clocks.get(key)
-            if clock is None or clock.due > now:
-                continue
+            if ref not in self.starting or clock is None or clock.due > now:
+                continue  # gone with a slot of its process, or not due
             if clock.observe(now, constructing=_constructing(self.actors[key])):
                 del self.starting[ref]
                 del self._clocks[key]
@@ -182,15 +198,18 @@ class ActorPools:
         """Actor ``key`` failed to start (``what``, with Ray's ``detail``): replace
         it, or raise once the pool's start budget is spent."""
         module = self.module_of[key]
-        self.actors.pop(key, None)
-        self.losses += 1
-        if self.budget.failed(module):
+        modules = [self.module_of[k] for k in self._drop(key)]
+        exhausted = [m for m in dict.fromkeys(modules) if not self.budget.failed(m)]
+        if not exhausted:
             log.warning("actor %s %s (%s); starting another", key, what, detail)
-            self._to_start.insert(0, module)
+            for m in reversed(modules):
+                self._to_start.insert(0, m)
             return
+        module = module if module in exhausted else exhausted[0]
         count = self.budget.in_a_row(module)
         raise ExecutionError(
-            f"{count} actor{'s' if count != 1 else ''} of module {self.name_of(key)!r} "
+            f"{count} actor{'s' if count != 1 else ''} of module "
+            f"{self.plan.modules[module].name!r} "
             f"{what}, one after another (actor_start_retries={self.budget.retries}); "
             f"the last: {detail}. Check what its constructor does "
             "(pre_init arguments, model files, memory: an OOM kill or a crash ends the "
@@ -200,23 +219,39 @@ class ActorPools:
         )
 
     # -- replacing -----------------------------------------------------------------
-    def lost(self, key: str) -> bool:
-        """An actor that was up died (or was killed): forget it and start another.
-        False when it was already forgotten."""
-        if self.actors.pop(key, None) is None:
-            return False
-        self.losses += 1
-        if key in self.up:
-            self.up.remove(key)
-        self._to_start.insert(0, self.module_of[key])
-        self.start_more()
-        return True
+    def lost(self, key: str) -> list[str]:
+        """An actor that was up died (or was killed): forget it, and every slot of its
+        process if it shares one, and start others. Returns the workers forgotten
+        (none when it already was)."""
+        gone = self._drop(key)
+        for k in reversed(gone):
+            self._to_start.insert(0, self.module_of[k])
+        if gone:
+            self.start_more()
+        return gone
+
+    def _drop(self, key: str) -> list[str]:
+        """Forget ``key``'s actor (with a shared process, all its slots): the keys."""
+        if key not in self.actors:
+            return []
+        process = self.process_of.get(key)
+        keys = [k for k in self.members[process] if k in self.actors] if process else [key]
+        waiting = {k: ref for ref, k in self.starting.items()}
+        for k in keys:
+            del self.actors[k]
+            self.losses += 1
+            if k in self.up:
+                self.up.remove(k)
+            if k in waiting:
+                del self.starting[waiting[k]]
+            self._clocks.pop(k, None)
+        return keys
 
     def kill(self, key: str) -> None:
         actor = self.actors.get(key)
         if actor is not None:
             try:
-                ray.kill(actor, no_restart=True)
+                ray.kill(actor_of(actor), no_restart=True)
             except Exception as exc:
                 log.debug("killing actor %s failed: %s", key, exc)
 
@@ -242,8 +277,15 @@ class ActorPools:
         return self.plan.modules[self.module_of[key]].name
 
     def actor_options(self, module_id: int) -> dict[str, Any]:
+        """Ray options of the actor (the process) that runs ``module_id``'s workers."""
         module = self.plan.modules[module_id]
-        options = {**_DEFAULT_ACTOR_OPTIONS, **module.options.ray_actor_options}
+        group = self._share[module_id]
+        asked = (
+            module.options.ray_actor_options
+            if group is None
+            else shared_actor_options(self._groups[group])
+        )
+        options = {**_DEFAULT_ACTOR_OPTIONS, **asked}
         options.setdefault("name", None)
         if options["name"] is None:
             del options["name"]
@@ -251,20 +293,46 @@ class ActorPools:
             options["scheduling_strategy"] = "SPREAD"
         return options
 
-    def _spawn(self, module_id: int) -> str:
-        module = self.plan.modules[module_id]
-        self._spawned += 1
-        key = f"{module.name}#{self._spawned}"
-        actor = (
-            _remote_worker_class()
-            .options(**self.actor_options(module_id))
-            .remote(module.udf, module.init_args, dict(module.init_kwargs), self._specs[module_id])
-        )
-        self.actors[key] = actor
-        self.module_of[key] = module_id
+    def _spawn(self, module_id: int) -> list[str]:
+        """Create ``module_id``'s next actor; with a shared process, one that also
+        holds every other slot of its members still to start. Returns the keys."""
+        group = self._share[module_id]
+        if group is None:
+            modules = [module_id]
+        else:
+            modules = [module_id, *(m for m in self._to_start if self._share[m] == group)]
+            self._to_start = [m for m in self._to_start if self._share[m] != group]
+        keys = []
+        for m in modules:
+            self._spawned += 1
+            keys.append(f"{self.plan.modules[m].name}#{self._spawned}")
+        build = {
+            k: (
+                self.plan.modules[m].udf,
+                self.plan.modules[m].init_args,
+                dict(self.plan.modules[m].init_kwargs),
+                self._specs[m],
+            )
+            for k, m in zip(keys, modules, strict=True)
+        }
+        options = self.actor_options(module_id)
+        if group is None:
+            actor = _remote_class(PoolWorker).options(**options).remote(*build[keys[0]])
+            handles = {keys[0]: actor}
+        else:
+            options["max_concurrency"] = len(keys)  # a thread per slot
+            actor = _remote_class(SharedProcess).options(**options).remote(build)
+            process = f"{group}@{keys[0]}"
+            self.members[process] = keys
+            self.process_of.update(dict.fromkeys(keys, process))
+            handles = {k: Slot(actor, k) for k in keys}
         self._all.append(actor)
-        self._clocks[key] = StartClock(self.start_timeout_s, time.monotonic())
-        return key
+        now = time.monotonic()
+        for k, m in zip(keys, modules, strict=True):
+            self.actors[k] = handles[k]
+            self.module_of[k] = m
+            self._clocks[k] = StartClock(self.start_timeout_s, now)
+        return keys
 
 
 def death_message(exc: BaseException, *, traceback: bool = False) -> str:
@@ -307,11 +375,11 @@ def _killed_from_outside(actor: Any) -> bool:
         return False
 
 
-_REMOTE_CLASS: Any = None
+_REMOTE_CLASSES: dict[type, Any] = {}
 
 
-def _remote_worker_class() -> Any:
-    global _REMOTE_CLASS
-    if _REMOTE_CLASS is None:
-        _REMOTE_CLASS = ray.remote(concurrency_groups=CONCURRENCY_GROUPS)(PoolWorker)  # type: ignore[call-overload]
-    return _REMOTE_CLASS
+def _remote_class(cls: type) -> Any:
+    """``cls`` as a Ray actor class (made once per process)."""
+    if cls not in _REMOTE_CLASSES:
+        _REMOTE_CLASSES[cls] = ray.remote(concurrency_groups=CONCURRENCY_GROUPS)(cls)  # type: ignore[call-overload]
+    return _REMOTE_CLASSES[cls]

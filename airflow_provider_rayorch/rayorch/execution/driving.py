@@ -36,7 +36,7 @@ def deliver_as_held(microbatch: Microbatch) -> Delivery:
 
 def drive(
     core: Core,
-    workers: Iterable[tuple[Any, int, int | None]],
+    workers: Iterable[tuple[Any, ...]],
     *,
     submit: Callable[[Dispatch], None],
     advance: Callable[[], list[Any]],
@@ -61,8 +61,8 @@ def drive(
     ``core.handle`` alone.
     """
     commands: list[Any] = []
-    for worker, module, capacity in workers:
-        commands += core.handle(WorkerAdded(worker, module, capacity))
+    for worker in workers:  # (id, module, capacity[, process shared with others])
+        commands += core.handle(WorkerAdded(*worker))
     commands += core.start()
     if validate:
         core.validate()

@@ -183,7 +183,7 @@ class RayBackend:
             refs = list(self.pools.starting)
             done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
             self.pools.came_up(done)
-        workers = [(k, self.pools.module_of[k], None) for k in self.pools.up]
+        workers = [self._worker(k) for k in self.pools.up]
         for delivery in drive(
             core,
             workers,
@@ -239,7 +239,7 @@ class RayBackend:
         started = [ref for ref in ready if ref in self.pools.starting]
         if started:
             for key in self.pools.came_up(started):
-                commands += core.handle(WorkerAdded(key, self.pools.module_of[key]))
+                commands += core.handle(WorkerAdded(*self._worker(key)))
         # Replies first, deaths after: a batch that finished on an actor before it died
         # commits, and only the batches really lost with the actor are charged for it.
         deaths: dict[str, str] = {}
@@ -352,14 +352,23 @@ class RayBackend:
         return core.handle(WorkerLost(worker, f"actor {worker} died: {reason}"))
 
     def _forget(self, worker: str, inflight: dict[Any, _InFlight]) -> bool:
-        if not self.pools.lost(worker):
-            return False
-        for ref in [r for r, e in inflight.items() if e.worker == worker]:
+        """Forget a dead worker (with a shared process, all its slots) and what was
+        sent to it; False when it already was forgotten."""
+        gone = set(self.pools.lost(worker))
+        for ref in [r for r, e in inflight.items() if e.worker in gone]:
             del inflight[ref]
-        self.hangs.forget(worker)
-        for ref in [r for r, w in self._probes.items() if w == worker]:
+        for key in gone:
+            self.hangs.forget(key)
+        for ref in [r for r, w in self._probes.items() if w in gone]:
             del self._probes[ref]
-        return True
+        return bool(gone)
+
+    def _worker(self, key: str) -> tuple[Any, ...]:
+        """``WorkerAdded`` fields of an actor that came up: a slot of a shared process
+        holds one batch at a time, and the core knows which process it shares."""
+        module = self.pools.module_of[key]
+        process = self.pools.process_of.get(key)
+        return (key, module) if process is None else (key, module, 1, process)
 
     def _look_for_hangs(self, core: Core, inflight: dict[Any, _InFlight], now: float) -> list[Any]:
         probe, silent = self.hangs.due(now)

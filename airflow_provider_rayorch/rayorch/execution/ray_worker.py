@@ -62,22 +62,33 @@ class PoolWorker:
     def withdraw(self, epoch: int, batch: int, rows: list[int]) -> bool:
         """Skip ``rows`` of batch ``(epoch, batch)`` if it has not started (their
         results are moot); False when it has."""
-        return self.withdrawals.mark((epoch, batch), rows)
+        return self.mark_withdrawn(epoch, batch, rows)
 
     @ray.method(concurrency_group="control")
     def running(self) -> Running | None:
         """The batch running now and for how long, or None when idle."""
+        return self.now_running()
+
+    @ray.method(num_returns=2)
+    def run(self, task: Task) -> tuple[Reply, Any]:
+        """Run ``task``; return ``(reply, values)``: the reply is small, the values
+        stay remote."""
+        return self.run_task(task)
+
+    # The same as plain methods (a shared process calls them on a slot's worker).
+    def mark_withdrawn(self, epoch: int, batch: int, rows: list[int]) -> bool:
+        return self.withdrawals.mark((epoch, batch), rows)
+
+    def now_running(self) -> Running | None:
         current = self.current
         if current is None:
             return None
         epoch, batch, started = current
         return Running(epoch, batch, time.monotonic() - started)
 
-    @ray.method(num_returns=2)
-    def run(self, task: Task) -> tuple[Reply, Any]:
-        """Run ``task``; return ``(reply, values)``: the reply is small, the values
-        stay remote. Withdrawn rows are skipped and reported as ``WITHDRAWN``; a
-        batch with no row left does not call the UDF."""
+    def run_task(self, task: Task) -> tuple[Reply, Any]:
+        """Withdrawn rows are skipped and reported as ``WITHDRAWN``; a batch with no
+        row left does not call the UDF."""
         columns = task.columns
         skip = self.withdrawals.start(task.key) if task.batch else None
         self.current = (task.epoch, task.batch, time.monotonic())

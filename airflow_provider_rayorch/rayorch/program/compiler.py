@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CompileError
 from .module import RayModule
 from .plan import DomainSpec, ModuleSpec, Node, NodeKind, Plan, PortSpec
+from .shared_processes import check_shared_processes
 from .tracing import Port, Trace
 
 if TYPE_CHECKING:
@@ -180,6 +181,7 @@ def _lower(trace: Trace, outputs: list[Port], owner: str) -> Plan:
         for n in trace.nodes
     )
     module_specs = tuple(sorted(modules.values(), key=lambda m: m.id))
+    check_shared_processes(module_specs)
     output_ids = tuple(p._id for p in outputs)
     names = ("out",) if len(outputs) == 1 else tuple(f"out{i}" for i in range(len(outputs)))
     sources = tuple(p._id for p in trace.nodes[0].outputs)
@@ -238,6 +240,8 @@ def _options_token(module: ModuleSpec) -> Any:
         o.max_batches_in_flight,
         o.batch_timeout_s,
         stable_token(o.ray_actor_options),
+        # Only when set: fingerprints of plans that do not use it stay as they were.
+        *([o.share_process] if o.share_process is not None else []),
     ]
 
 

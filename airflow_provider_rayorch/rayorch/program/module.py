@@ -24,6 +24,7 @@ _CONSUMED = (
     "batching",
     "max_batches_in_flight",
     "batch_timeout_s",
+    "share_process",
 )
 
 #: Options other engines' spellings put in ray_options() that are not Ray options
@@ -97,7 +98,9 @@ class RayModule:
     def ray_options(self, **options: Any) -> RayModule:
         """Engine options: ``replicas``, ``batch_size``, ``recovery``, ``batching``,
         ``max_batches_in_flight``, ``batch_timeout_s`` (seconds one batch may run,
-        default None). Every other option (``num_cpus``, ``num_gpus``, ``resources``,
+        default None), ``share_process`` (a name: the modules that give the same one
+        run in one actor process, one thread per replica; for light stages, opt-in).
+        Every other option (``num_cpus``, ``num_gpus``, ``resources``,
         ``memory``, ``runtime_env``, ...) goes to Ray unchanged."""
         self.options = {**self.options, **options}
         return self
@@ -136,6 +139,12 @@ class RayModule:
                 f"module {name!r}: batch_timeout_s must be a number of seconds > 0 or None, "
                 f"got {timeout!r}"
             )
+        shared = consumed.get("share_process")
+        if shared is not None and (not isinstance(shared, str) or not shared.strip()):
+            raise CompileError(
+                f"module {name!r}: share_process must be a non-empty name (the modules "
+                f"that give the same one share an actor process) or None, got {shared!r}"
+            )
         self.output_count(name)
         return CallOptions(
             replicas=consumed.get("replicas", 1),
@@ -146,6 +155,7 @@ class RayModule:
                 "max_batches_in_flight", CallOptions.max_batches_in_flight
             ),
             batch_timeout_s=None if timeout is None else float(timeout),
+            share_process=shared,
             ray_actor_options=opts,
         )
 

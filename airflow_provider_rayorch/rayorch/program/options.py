@@ -94,5 +94,8 @@ class CallOptions:
     #: Seconds one batch may run on its worker before its actor is killed and the
     #: batch counts as failed (``None``: no bound). Read by the Ray backend.
     batch_timeout_s: float | None = None
+    #: Modules with the same name run in one actor process, a thread per replica
+    #: (``None``: a process per replica). Read by the Ray backend.
+    share_process: str | None = None
     #: Everything else, passed unchanged to ``ray.remote(...).options(...)``.
     ray_actor_options: dict[str, Any] = field(default_factory=dict)

@@ -37,6 +37,9 @@ class WorkerAdded:
     module: int
     #: Batches it may hold at once (default: the module's ``max_batches_in_flight``).
     capacity: int | None = None
+    #: The process it shares with other workers (any hashable id), or None: its own.
+    #: A Grain that was on a worker that died runs alone in its whole process.
+    host: Any = None
 
 
 @dataclass(frozen=True, slots=True)

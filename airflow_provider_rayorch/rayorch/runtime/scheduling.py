@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidTransition
 from .events import Command, Dispatch, WorkerAdded, WorkerLost
-from .state import BatchRecord, WorkerState
+from .state import BatchRecord, HostState, WorkerState
 
 if TYPE_CHECKING:
     from .lineage import Grain
@@ -33,6 +33,7 @@ class Scheduler:
         "batch_ids",
         "batches",
         "duplicate_reports",
+        "hosts",
         "lost_batches",
         "now",
         "out",
@@ -58,6 +59,8 @@ class Scheduler:
         self.timeline = timeline
         self.out = out
         self.workers: dict[Any, WorkerState] = {}
+        #: Shared processes by the id their workers were added with.
+        self.hosts: dict[Any, HostState] = {}
         self.lost_batches: set[int] = set()
         self.batch_ids = 0
         self.stale_reports = 0
@@ -74,11 +77,19 @@ class Scheduler:
         """Send ``pool``'s ready Grains to its free workers, least loaded first."""
         workers = list(pool.workers.values())
         calls = pool.calls
+        if any(c.ready and _lost_before(c.queue.head()) for c in calls):
+            # A Grain that was on a dead worker runs alone in a whole process: a shared
+            # one that is busy takes nothing new until it is idle (it drains).
+            for w in workers:
+                if w.host.shared and w.host.busy:
+                    w.host.draining = True
         while pool.ready:
             worker = None
             for w in workers:
+                host = w.host
                 if (
-                    not w.quarantined
+                    not host.quarantined
+                    and not (host.draining and host.busy)
                     and len(w.inflight) < w.capacity
                     and (worker is None or len(w.inflight) < len(worker.inflight))
                 ):
@@ -92,7 +103,15 @@ class Scheduler:
                 candidates = [
                     c for c in calls if c.ready >= c.batch_size and not _lost_before(c.queue.head())
                 ]
+            elif worker.host.busy:
+                # Its process runs other workers' batches; it is draining when a Grain
+                # that was on a dead worker waits, so this one may have anything.
+                candidates = [c for c in calls if c.ready]
+            elif worker.host.draining and _suspect_waits(worker.host):
+                # Drained for such a Grain: it goes first, whichever pool it is in.
+                candidates = [c for c in calls if c.ready and _lost_before(c.queue.head())]
             else:
+                worker.host.draining = False
                 candidates = [c for c in calls if c.ready]
             if not candidates:
                 return
@@ -119,8 +138,11 @@ class Scheduler:
         self.timeline.dispatch(self.now, batch)
         self.batches[batch_id] = batch
         worker.inflight[batch_id] = batch
+        host = worker.host
+        host.busy += 1
         if batch.suspect:
-            worker.quarantined += 1
+            host.quarantined += 1
+            host.draining = False
         columns = [[g.entity.items[slot] for g in grains] for slot in call.in_slots]
         self.out.append(Dispatch(batch_id, worker.id, call.node, columns, call.kwargs))
 
@@ -136,8 +158,10 @@ class Scheduler:
                 self.duplicate_reports += 1
             return None
         batch.worker.inflight.pop(batch_id, None)
+        host = batch.worker.host
+        host.busy -= 1
         if batch.suspect:
-            batch.worker.quarantined -= 1
+            host.quarantined -= 1
         batch.call.busy_s += busy_s
         self.timeline.report(self.now, batch, busy_s, kind)
         return batch
@@ -150,25 +174,43 @@ class Scheduler:
         capacity = pool.capacity if event.capacity is None else event.capacity
         if capacity < 1:
             raise ValueError(f"worker {event.worker!r}: capacity must be >= 1, got {capacity}")
-        worker = WorkerState(event.worker, pool, capacity)
+        if event.host is None:
+            host = HostState()
+        else:
+            host = self.hosts.setdefault(event.host, HostState(shared=True))
+        worker = WorkerState(event.worker, pool, capacity, host)
+        host.workers.append(worker)
         pool.workers[event.worker] = worker
         self.workers[event.worker] = worker
 
     def remove_worker(self, event: WorkerLost) -> list[tuple[BatchRecord, bool]]:
-        """Forget a lost worker; returns its batches, newest first, each with whether
-        it is charged an infra retry.
+        """Forget a lost worker, and with one that shares a process every worker of
+        that process (they died with it); returns their batches, newest first, each
+        with whether it is charged an infra retry.
 
         A worker runs its batches in dispatch order: the oldest was running and is
         charged, the others were waiting and are not (none is when the backend
         killed the worker on purpose, ``charge=False``). Newest first, so that
         re-queuing each at the front leaves them in their FIFO order.
         """
-        worker = self.workers.pop(event.worker, None)
+        worker = self.workers.get(event.worker)
         if worker is None:
             return []
-        del worker.pool.workers[event.worker]
+        host = worker.host
+        lost: list[tuple[BatchRecord, bool]] = []
+        for w in list(host.workers) if host.shared else [worker]:
+            lost += self._forget(w, event.charge)
+        if host.shared:
+            self.hosts = {k: h for k, h in self.hosts.items() if h is not host}
+        return lost
+
+    def _forget(self, worker: WorkerState, charge: bool) -> list[tuple[BatchRecord, bool]]:
+        del self.workers[worker.id]
+        del worker.pool.workers[worker.id]
+        host = worker.host
+        host.workers.remove(worker)
         order = sorted(worker.inflight)
-        charged = order[0] if order and event.charge else None
+        charged = order[0] if order and charge else None
         lost = []
         for batch_id in reversed(order):
             batch = worker.inflight[batch_id]
@@ -176,8 +218,16 @@ class Scheduler:
             del self.batches[batch_id]
             self.lost_batches.add(batch_id)
             lost.append((batch, batch_id == charged))
+            host.busy -= 1
+            if batch.suspect:
+                host.quarantined -= 1
         worker.inflight.clear()
         return lost
+
+
+def _suspect_waits(host: HostState) -> bool:
+    """A pool with a worker in ``host`` has a Grain that was on a dead worker ready."""
+    return any(c.ready and _lost_before(c.queue.head()) for w in host.workers for c in w.pool.calls)
 
 
 def _lost_before(grain: Grain | None) -> bool:

@@ -25,6 +25,7 @@ __all__ = [
     "CallState",
     "DomainState",
     "Handler",
+    "HostState",
     "Microbatch",
     "PoolState",
     "WorkerState",
@@ -130,18 +131,35 @@ class CallState:
         self.batch_hist: dict[int, int] = {}
 
 
-class WorkerState:
-    __slots__ = ("capacity", "id", "inflight", "pool", "quarantined")
+class HostState:
+    """The process one or more workers run in: a worker of its own, or the workers of
+    the modules that share one process (``ray_options(share_process=...)``)."""
 
-    def __init__(self, id: Any, pool: PoolState, capacity: int) -> None:
+    __slots__ = ("busy", "draining", "quarantined", "shared", "workers")
+
+    def __init__(self, *, shared: bool = False) -> None:
+        self.shared = shared
+        #: The workers it runs.
+        self.workers: list[WorkerState] = []
+        #: Batches in flight on all its workers.
+        self.busy = 0
+        #: In-flight batches holding a Grain that was on a dead worker (0 or 1): while
+        #: one runs, no worker of the process takes another batch.
+        self.quarantined = 0
+        #: Such a Grain waits for the process to be idle: its workers take nothing new.
+        self.draining = False
+
+
+class WorkerState:
+    __slots__ = ("capacity", "host", "id", "inflight", "pool")
+
+    def __init__(self, id: Any, pool: PoolState, capacity: int, host: HostState) -> None:
         self.id = id
         self.pool = pool
         self.capacity = capacity
+        self.host = host
         #: batch id -> batch, in dispatch order.
         self.inflight: dict[int, BatchRecord] = {}
-        #: In-flight batches holding a Grain that was on a dead worker (0 or 1): while
-        #: one runs, the worker takes no other batch.
-        self.quarantined = 0
 
 
 class BatchRecord:

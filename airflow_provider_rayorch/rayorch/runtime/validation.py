@@ -82,6 +82,15 @@ def validate(core: Core) -> None:
                 "worker capacity",
                 f"worker {w.id!r} holds {len(w.inflight)} batches, capacity {w.capacity}",
             )
+    hosts = {id(w.host): w.host for w in core._workers.values()}
+    for host in hosts.values():
+        batches = [b for w in host.workers for b in w.inflight.values()]
+        _require(
+            host.busy == len(batches) and host.quarantined == sum(b.suspect for b in batches) <= 1,
+            "process counters",
+            f"a process of workers {[w.id for w in host.workers]!r}: busy={host.busy}, "
+            f"quarantined={host.quarantined}, batches={len(batches)}",
+        )
     held = [b for w in core._workers.values() for b in w.inflight]
     _require(
         sorted(held) == sorted(core._batches),

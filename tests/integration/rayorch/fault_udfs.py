@@ -224,3 +224,31 @@ class ResumePipeline(ro.Pipeline):
 
     def forward(self, x: Any) -> Any:
         return self.square(x)
+
+
+# -- shared processes -----------------------------------------------------------------------
+class WithPid:
+    """Each row comes back as ``(row, pid of the process that ran it)``."""
+
+    def run(self, items: list[Any]) -> list[tuple[Any, int]]:
+        return [(i, os.getpid()) for i in items]
+
+
+class Unwrap:
+    """``(row, pid)`` rows back to the row; anything else passes through."""
+
+    def run(self, items: list[Any]) -> list[Any]:
+        return [i[0] if isinstance(i, tuple) else i for i in items]
+
+
+class SharedPair(ro.Pipeline):
+    """``first`` -> ``second``, both in the process named ``share`` (``first`` and
+    ``second`` are ``(udf, pre_init args, ray_options)``)."""
+
+    def __init__(self, share: str, first: tuple[Any, ...], second: tuple[Any, ...]) -> None:
+        (u1, a1, o1), (u2, a2, o2) = first, second
+        self.first = ro.RayModule(u1).pre_init(*a1).ray_options(share_process=share, **o1)
+        self.second = ro.RayModule(u2).pre_init(*a2).ray_options(share_process=share, **o2)
+
+    def forward(self, x: Any) -> Any:
+        return self.second(self.first(x))
