@@ -339,9 +339,11 @@ def _curve(c: CurveResult | None) -> list[str]:
         "in flight x batch 16); every page of a poisoned document fails. *Queued share*: the "
         "poisoned documents' siblings the page model did not run with containment (still "
         "queued, or withdrawn before their batch started) over all their siblings, measured; "
-        "*estimate*: max(0, pages - window) / (pages - 1). *Bound*: the saving of the cost "
-        "model's makespan lower bound when exactly those pages are removed (suppressed work "
-        f"over total work). {c['rounds']} paired round(s) per point.",
+        "*estimate*: max(0, pages - running) / (pages - 1), running = page-model actors x "
+        "batch 16 (batches sent and not started are withdrawn). *Bound*: the saving of the "
+        "cost model's makespan lower bound when exactly those pages are removed from the "
+        "page model's work (rendering still runs them). "
+        f"{c['rounds']} paired round(s) per point.",
         "",
     ]
     rows = [
