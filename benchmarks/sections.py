@@ -257,24 +257,24 @@ def nested(
 def startup(
     spec: Size, results: dict[str, Any], *, systems: tuple[str, ...] | None
 ) -> dict[str, Any]:
-    """Cold workload 1 with every actor started at once (the engine before it
-    started them a few at a time) and as the engine does now, alternating."""
+    """Cold workload 1, alternating: every actor started at once (the engine before
+    it started them a few at a time), the default, and split, render and write in
+    one shared process (``share_process``, opt-in)."""
     actors = (
         spec.w1.split_replicas
         + spec.w1.render_replicas
         + spec.w1.accelerators
         + spec.w1.write_replicas
     )
-    variants = {
-        "all actors at once": {"actor_start_concurrency": actors},
+    variants: dict[str, dict[str, Any]] = {
+        "all actors at once": {"executor_options": {"actor_start_concurrency": actors}},
         "a few at a time (default)": {},
+        "light stages share one process": {"share_light": True},
     }
     runs: dict[str, list[Measurement]] = {name: [] for name in variants}
     for _ in range(spec.rounds):
         for name, options in variants.items():
-            runs[name].append(
-                systems_rayorch.run_pair(OURS, spec.w1, warm_runs=0, executor_options=options)[0]
-            )
+            runs[name].append(systems_rayorch.run_pair(OURS, spec.w1, warm_runs=0, **options)[0])
     return {
         name: {
             "cold_s": round(statistics.median(m.e2e_s for m in ms), 4),

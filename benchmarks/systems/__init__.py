@@ -23,6 +23,7 @@ __all__ = [
     "AVAILABLE",
     "DAFT",
     "OURS",
+    "OURS_SHARED",
     "PAPER",
     "RAY_DATA",
     "RUNNERS",
@@ -34,11 +35,14 @@ __all__ = [
 ]
 
 OURS = "this engine"
+#: The same engine with split, render and write in one actor process
+#: (``ray_options(share_process=...)``, opt-in): fewer processes to start cold.
+OURS_SHARED = "this engine, light stages shared"
 PAPER = "rayorch (paper)"
 RAY_DATA = "Ray Data"
 DAFT = "Daft"
 XENNA = "Xenna"
-SYSTEMS = (OURS, PAPER, RAY_DATA, DAFT, XENNA)
+SYSTEMS = (OURS, OURS_SHARED, PAPER, RAY_DATA, DAFT, XENNA)
 #: Peers whose input parallelism (Ray Data blocks, Daft partitions) the ``tuning``
 #: section sweeps before the comparison.
 TUNABLE = (RAY_DATA, DAFT)
@@ -58,6 +62,7 @@ def _adapter(name: str) -> Any:
 
 AVAILABLE: dict[str, Callable[[], bool]] = {
     OURS: lambda: True,
+    OURS_SHARED: lambda: True,
     PAPER: lambda: _importable("rayorch"),
     RAY_DATA: lambda: bool(_adapter("raydata").available()),
     DAFT: lambda: bool(_adapter("daft").available()),
@@ -65,15 +70,19 @@ AVAILABLE: dict[str, Callable[[], bool]] = {
 }
 
 
-def _run_rayorch(system: str) -> Callable[..., list[Measurement]]:
+def _run_rayorch(system: str, **options: Any) -> Callable[..., list[Measurement]]:
     def run(w: Workload, **_: Any) -> list[Measurement]:
-        return list(_adapter("rayorch").run_pair(system, w))
+        measured = list(_adapter("rayorch").run_pair(system, w, **options))
+        for m in measured:  # named as its row in the tables
+            m.system = OURS_SHARED if options.get("share_light") else system
+        return measured
 
     return run
 
 
 RUNNERS: dict[str, Callable[..., list[Measurement]]] = {
     OURS: _run_rayorch(OURS),
+    OURS_SHARED: _run_rayorch(OURS, share_light=True),
     PAPER: _run_rayorch(PAPER),
     RAY_DATA: lambda w, **kw: list(_adapter("raydata").run_pair(w, **kw)),
     DAFT: lambda w, **kw: list(_adapter("daft").run_pair(w, **kw)),
@@ -100,6 +109,7 @@ def versions() -> dict[str, str | None]:
     xenna = _adapter("xenna").versions() if AVAILABLE[XENNA]() else None
     return {
         OURS: f"airflow-provider-rayorch {ours}",
+        OURS_SHARED: f"airflow-provider-rayorch {ours}",
         "ray": ray.__version__,
         PAPER: version_of("rayorch"),
         RAY_DATA: ray.__version__ if AVAILABLE[RAY_DATA]() else None,

@@ -43,12 +43,15 @@ def make_pipeline(
     containment: bool = True,
     batching: str | None = None,
     in_flight: int | None = None,
+    share_light: bool = False,
 ) -> Any:
-    """The workload-1 pipeline for ``ro``. ``batching`` (render and page model) and
-    ``in_flight`` (the page model's ``max_batches_in_flight``) are this engine's
-    options only."""
+    """The workload-1 pipeline for ``ro``. ``batching`` (render and page model),
+    ``in_flight`` (the page model's ``max_batches_in_flight``) and ``share_light``
+    (split, render and write in one actor process: ``share_process``) are this
+    engine's options only."""
     failure = ro.GroupFailure if containment else ro.RecordFailure
     extra: dict[str, Any] = {"batching": batching} if (ours and batching) else {}
+    light: dict[str, Any] = {"share_process": "light"} if (ours and share_light) else {}
     model_extra: dict[str, Any] = (
         {"max_batches_in_flight": in_flight} if (ours and in_flight) else {}
     )
@@ -59,13 +62,19 @@ def make_pipeline(
             self.split = (
                 ro.RayModule(Split)
                 .pre_init(w.cost)
-                .ray_options(replicas=w.split_replicas, batch_size=w.split_batch, num_cpus=0)
+                .ray_options(
+                    replicas=w.split_replicas, batch_size=w.split_batch, num_cpus=0, **light
+                )
             )
             self.render = (
                 ro.RayModule(Render)
                 .pre_init(w.cost)
                 .ray_options(
-                    replicas=w.render_replicas, batch_size=w.render_batch, num_cpus=0, **extra
+                    replicas=w.render_replicas,
+                    batch_size=w.render_batch,
+                    num_cpus=0,
+                    **extra,
+                    **light,
                 )
             )
             self.model = (
@@ -82,7 +91,9 @@ def make_pipeline(
             self.write = (
                 ro.RayModule(Write)
                 .pre_init(w.cost)
-                .ray_options(replicas=w.write_replicas, batch_size=w.write_batch, num_cpus=0)
+                .ray_options(
+                    replicas=w.write_replicas, batch_size=w.write_batch, num_cpus=0, **light
+                )
             )
 
         def forward(self, doc: Any) -> Any:
@@ -100,15 +111,22 @@ def run_pair(
     batching: str | None = None,
     warm_runs: int = 1,
     executor_options: dict[str, Any] | None = None,
+    share_light: bool = False,
 ) -> list[Measurement]:
     """One cold run (executor creation included) then ``warm_runs`` warm runs.
-    ``executor_options`` go to this engine's ``Executor``."""
+    ``executor_options`` go to this engine's ``Executor``; ``share_light``: see
+    ``make_pipeline``."""
     ro = importlib.import_module(ENGINES[system])
     docs = make_docs(w)
     rows = [asdict(d) for d in docs]
     expected = expected_digests(docs, w.poison_ordinal if w.poison_share else None)
     pipeline = make_pipeline(
-        ro, w, ours=system == "this engine", containment=containment, batching=batching
+        ro,
+        w,
+        ours=system == "this engine",
+        containment=containment,
+        batching=batching,
+        share_light=share_light,
     )
     kwargs = {
         "input_batch_size": w.input_batch_size,
