@@ -109,7 +109,6 @@ def versions() -> dict[str, str | None]:
     xenna = _adapter("xenna").versions() if AVAILABLE[XENNA]() else None
     return {
         OURS: f"airflow-provider-rayorch {ours}",
-        OURS_SHARED: f"airflow-provider-rayorch {ours}",
         "ray": ray.__version__,
         PAPER: version_of("rayorch"),
         RAY_DATA: ray.__version__ if AVAILABLE[RAY_DATA]() else None,
