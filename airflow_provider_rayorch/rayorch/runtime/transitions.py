@@ -183,7 +183,8 @@ class Transitions:
 
     # -- group failures ------------------------------------------------------------------
     def group_fail(self, grain: Grain, cause: Cause) -> None:
-        """Register a GroupFailure and suppress the siblings still queued for its Call."""
+        """Register a GroupFailure and suppress the siblings still queued for its Call,
+        and their queued Grains of Calls only it reads from."""
         e = grain.entity
         parent = e.parent
         if parent is None:
@@ -204,10 +205,29 @@ class Transitions:
                     self.suppress(other, cause)
                 elif other.phase is _IN_FLIGHT:
                     in_flight.add(id(other))
+        self._suppress_feeders(call, siblings, cause)
         if call.queue.single_parent:
             call.queue.discard_dead(parent)
         if in_flight:
             self._withdraw(call, in_flight)
+
+    def _suppress_feeders(self, call: CallState, siblings: list[Entity], cause: Cause) -> None:
+        """Suppress the siblings' queued Grains of Calls whose every output only ``call``
+        reads: ``call``'s Grains of those siblings are SUPPRESSED, so the work is moot
+        (suppressing them settles the same outcome, with the same cause)."""
+        for sibling in siblings:
+            grains = sibling.grains
+            if not grains:
+                continue
+            consumers = sibling.domain.consumers
+            for other in list(grains.values()):
+                if other.call is call or other.phase is not _READY:
+                    continue
+                if all(
+                    slot in call.in_slots and len(consumers[slot]) == 1
+                    for slot in other.call.out_slots
+                ):
+                    self.suppress(other, cause)
 
     def _withdraw(self, call: CallState, doomed: set[int]) -> None:
         """Tell the backend which rows of in-flight batches can no longer commit."""
