@@ -342,7 +342,7 @@ def _curve(c: CurveResult | None) -> list[str]:
         "*estimate*: max(0, pages - running) / (pages - 1), running = page-model actors x "
         "batch 16 (batches sent and not started are withdrawn). *Bound*: the saving of the "
         "cost model's makespan lower bound when exactly those pages are removed from the "
-        "page model's work (rendering still runs them). "
+        "page model's work and the ones not rendered from the render stage's. "
         f"{c['rounds']} paired round(s) per point.",
         "",
     ]

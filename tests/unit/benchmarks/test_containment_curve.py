@@ -73,3 +73,13 @@ def test_pages_ran_reads_rows_skipped_as_counted_over_the_executors_life() -> No
     variant, its runs in order): each run skipped only the step from the run before."""
     on = [_run(1000, 100), _run(1000, 200), _run(1000, 300)]
     assert pages_ran(on) == [900, 900, 900]
+
+
+def test_bound_removes_the_rendering_containment_stopped_too() -> None:
+    """Siblings whose rendering a GroupFailure stopped leave the render stage's work."""
+    w = workload_of(Workload(), CurvePoint("d", docs=8, pages=768, accelerators=8, in_flight=2))
+    docs = make_docs(w)
+    siblings = sum(d.pages - 1 for d in docs if d.poisoned)
+    trimmed = [replace(d, pages=1) if d.poisoned else d for d in docs]
+    expected = 1 - ideal_seconds(w, trimmed)["bound_s"] / ideal_seconds(w, docs)["bound_s"]
+    assert abs(bound_saving(w, docs, siblings, not_rendered=siblings) - expected) < 1e-3
