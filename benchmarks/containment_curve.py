@@ -170,19 +170,13 @@ def _rendered(m: Measurement) -> int:
 
 def pages_ran(runs: list[Measurement]) -> list[int]:
     """Pages the page model ran in each of one variant's runs (in order): dispatched
-    less those withdrawn and skipped.
-
-    The engine's ``metrics["rows_skipped"]`` counts over the Executor's life, and
-    ``run_variants`` keeps one Executor per variant, so a run skipped the step from
-    the run before."""
-    out: list[int] = []
-    before = 0
-    for m in runs:
-        model = m.extra.get("calls", {}).get("model", {})
-        total = int(m.extra.get("rows_skipped") or 0)
-        out.append(int(model.get("grains") or 0) - (total - before))
-        before = total
-    return out
+    less those withdrawn and skipped (``rows_skipped`` is per run: ``run_variants``
+    takes it from the engine's Executor-wide count)."""
+    return [
+        int(m.extra.get("calls", {}).get("model", {}).get("grains") or 0)
+        - int(m.extra.get("rows_skipped") or 0)
+        for m in runs
+    ]
 
 
 def run(base: Workload, points: tuple[CurvePoint, ...], rounds: int) -> CurveResult:

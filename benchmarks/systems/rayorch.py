@@ -225,6 +225,7 @@ def run_variants(
                 by_key[key] = stack.enter_context(ro.Executor(pipeline, progress=False))
                 all_actors_up(by_key[key])
             executors[name] = by_key[key]
+        skipped_before: dict[int, int] = {}
         for _ in range(rounds):
             for name, ex in executors.items():
                 factory = contexts.get(name)
@@ -238,6 +239,10 @@ def run_variants(
                     name, "warm", list(result.outputs), started, finished, expected, w.accelerators
                 )
                 m.extra.update(engine_metrics(result))
+                # The engine counts skipped rows over the Executor's life: this run's share.
+                total = int(m.extra.get("rows_skipped") or 0)
+                m.extra["rows_skipped"] = total - skipped_before.get(id(ex), 0)
+                skipped_before[id(ex)] = total
                 m.extra["driver_cpu_s"] = round(cpu, 4)
                 out[name].append(m)
     return out
