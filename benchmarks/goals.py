@@ -49,7 +49,7 @@ def evaluate(r: dict[str, Any]) -> list[dict[str, str]]:
                     f"<= {limit}x",
                     v,
                     v is not None and v <= limit,
-                    f"{v:.2f}x" if v else "",
+                    f"{v:.3f}x" if v else "",
                 )
             )
         if ours in systems:
