@@ -241,6 +241,10 @@ class Core:
                 for grain in grains:
                     grain.lost += 1
             decision = decide_after_loss(call.recovery, grains, charged=charged)
+            if not event.charge:
+                # Killed on purpose: each batch left on it runs again as the batch it
+                # was (a retry's split stays split), never merged with others.
+                decision.pinned_front, decision.loose_front = decision.loose_front, []
             limit = call.recovery.infra_retries
             self._transitions.retry(
                 call, decision, f"{event.reason} (infra_retries={limit} exhausted)"

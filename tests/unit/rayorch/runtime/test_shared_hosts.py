@@ -12,7 +12,7 @@ from typing import Any
 
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.runtime.core import Core
-from airflow_provider_rayorch.rayorch.runtime.events import WorkerAdded, WorkerLost
+from airflow_provider_rayorch.rayorch.runtime.events import BatchRaised, WorkerAdded, WorkerLost
 
 from ..support import Identity
 from .test_core import Flat, d, finish, outputs
@@ -110,3 +110,24 @@ def test_a_shared_process_drains_before_a_lost_grain_of_another_pool_runs() -> N
     out = finish(core, 6, ["c1"])
     assert d(out) == [(8, "r2", "rows", [["c1"]])]
     assert outputs(finish(core, 8, ["C"])) == ["A", "B", "C"]
+
+
+def test_a_split_killed_on_purpose_runs_again_split() -> None:
+    """isolate_tail split a hung batch; its halves went to two workers of one process,
+    which the backend then killed (``charge=False``). Each half runs again as the batch
+    it was: merged again with a new partner each time, the hanging row would never
+    run alone, and the run would never end."""
+    plan = Flat(batch_size=2, recovery=ro.RecoveryPolicy.isolate_tail(max_retries=0)).compile()
+    core = Core(plan, [["a", "b"]], clock=lambda: 0.0)
+    out = core.handle(WorkerAdded("w1", 0, 1, host="p1"))
+    out += core.handle(WorkerAdded("w2", 0, 1, host="p1")) + core.start()
+    assert d(out) == [(1, "w1", "rows", [["a", "b"]])]
+    out = core.handle(BatchRaised(1, "batch_timeout_s=5 exceeded"))
+    assert d(out) == [(2, "w1", "rows", [["a"]]), (3, "w2", "rows", [["b"]])]
+    assert core.handle(WorkerLost("w1", "killed after batch_timeout_s=5", charge=False)) == []
+    out = core.handle(WorkerAdded("w3", 0, 1, host="p2"))
+    out += core.handle(WorkerAdded("w4", 0, 1, host="p2"))
+    assert d(out) == [(4, "w3", "rows", [["b"]]), (5, "w4", "rows", [["a"]])]
+    finish(core, 5, ["A"])
+    out = core.handle(BatchRaised(4, "batch_timeout_s=5 exceeded"))
+    assert outputs(out) == ["A", ro.OutputIssue(FL, "doc[1]: batch_timeout_s=5 exceeded")]
