@@ -15,18 +15,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
+from .errors import (  # light: the worker side raises them too
+    CompileError,
+    DriverError,
+    ExecutionError,
+    InvalidTransition,
+    RayOrchError,
+    ResourceUnavailableError,
+    StoreError,
+    UsageError,
+)
 
 if TYPE_CHECKING:
-    from .errors import (
-        CompileError,
-        DriverError,
-        ExecutionError,
-        InvalidTransition,
-        RayOrchError,
-        ResourceUnavailableError,
-        StoreError,
-        UsageError,
-    )
     from .execution.api import Executor, run
     from .execution.result import MicrobatchResult, RunResult
     from .outcomes import GroupFailure, ItemOutcome, OutputIssue, RecordFailure
@@ -40,19 +40,6 @@ if TYPE_CHECKING:
 
 #: Public name -> the module (relative to this package) that defines it.
 _HOMES = {
-    **dict.fromkeys(
-        (
-            "CompileError",
-            "DriverError",
-            "ExecutionError",
-            "InvalidTransition",
-            "RayOrchError",
-            "ResourceUnavailableError",
-            "StoreError",
-            "UsageError",
-        ),
-        ".errors",
-    ),
     "Executor": ".execution.api",
     "run": ".execution.api",
     "MicrobatchResult": ".execution.result",

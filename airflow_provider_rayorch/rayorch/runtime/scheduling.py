@@ -77,7 +77,7 @@ class Scheduler:
         """Send ``pool``'s ready Grains to its free workers, least loaded first."""
         workers = list(pool.workers.values())
         calls = pool.calls
-        if any(c.ready and _lost_before(c.queue.head()) for c in calls):
+        if self.hosts and any(c.ready and _lost_before(c.queue.head()) for c in calls):
             # A Grain that was on a dead worker runs alone in a whole process: a shared
             # one that is busy takes nothing new until it is idle (it drains).
             for w in workers:
