@@ -361,6 +361,30 @@ def test_worker_loss_charges_only_the_lost_grains() -> None:
     ]
 
 
+def test_a_reply_lost_with_its_actor_charges_an_innocent_row_at_most_once() -> None:
+    # w1 holds a (finished, but its reply died with the actor) and b (the row that
+    # killed it). The core charges the oldest, a; both then run alone, so b's next
+    # deaths are charged to b and a ends PRESENT: a ran twice, b three times. This is
+    # the fault matrix's "run() always exits" cell when a reply is lost (seen in CI).
+    core, out = make(
+        Flat(batch_size=1, recovery=ro.RecoveryPolicy.retry_batch(1, infra_retries=1)),
+        ["a", "b"],
+        workers=[("w1", "rows", 2)],
+    )
+    assert d(out) == [(1, "w1", "rows", [["a"]]), (2, "w1", "rows", [["b"]])]
+    core.handle(WorkerLost("w1", "exit"))
+    out = core.handle(WorkerAdded("w2", 0, 2))
+    assert d(out) == [(3, "w2", "rows", [["a"]])]  # alone: nothing beside or behind it
+    out = finish(core, 3, ["A"])
+    assert d(out) == [(4, "w2", "rows", [["b"]])]
+    core.handle(WorkerLost("w2", "exit"))  # b's first charge: within infra_retries=1
+    out = core.handle(WorkerAdded("w3", 0, 2))
+    assert d(out) == [(5, "w3", "rows", [["b"]])]
+    out = core.handle(WorkerLost("w3", "exit"))  # b's second charge: over it
+    assert outputs(out) == ["A", ro.OutputIssue(FL, "doc[1]: exit (infra_retries=1 exhausted)")]
+    check_core(core)
+
+
 def test_losing_an_unknown_worker_is_ignored() -> None:
     core, _ = make(Flat(), ["a"])
     assert core.handle(WorkerLost("nobody")) == []
