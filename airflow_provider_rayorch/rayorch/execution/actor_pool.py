@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import ray
@@ -38,13 +39,25 @@ from .shared_process import SharedProcess, Slot, actor_of
 if TYPE_CHECKING:
     from ..program.plan import Plan
 
-__all__ = ["ActorPools", "death_message"]
+__all__ = ["ActorPools", "StartAnswers", "death_message"]
 
 log = logging.getLogger(__name__)
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 #: Ray options a pool sets unless the user gave them.
 _DEFAULT_ACTOR_OPTIONS = {"num_cpus": 0, "max_restarts": 0, "max_task_retries": 0}
+
+
+@dataclass(slots=True)
+class StartAnswers:
+    """What resolved ``ready()`` references told (``ActorPools.came_up``)."""
+
+    #: Actors that came up, in that order.
+    up: list[str] = field(default_factory=list)
+    #: ``(worker, death message)``: a worker that was up and died with its shared
+    #: process, seen through a slot of it still starting. Forgotten by ``lost``
+    #: (the Ray backend also tells the run's core), not counted as a failed start.
+    died: list[tuple[str, str]] = field(default_factory=list)
 
 
 class ActorPools:
@@ -138,12 +151,14 @@ class ActorPools:
                 )
             wait_s = max(0.0, min(deadline, self.next_due()) - now)
             done, _ = ray.wait(waiting, num_returns=1, timeout=wait_s)
-            self.came_up(done)
+            for key, _message in self.came_up(done).died:  # no run yet to tell
+                self.lost(key)
             self.check_start_clocks()
 
-    def came_up(self, refs: list[Any]) -> list[str]:
-        """Handle ``ready()`` references that resolved: the actors that are now up."""
-        up: list[str] = []
+    def came_up(self, refs: list[Any]) -> StartAnswers:
+        """Handle ``ready()`` references that resolved: the actors now up, and the
+        workers lost with a shared process that died after one of its slots came up."""
+        answers = StartAnswers()
         for ref in refs:
             key = self.starting.pop(ref, None)
             if key is None:
@@ -152,12 +167,17 @@ class ActorPools:
             try:
                 ray.get(ref)
             except RayActorError as exc:
-                if exc.actor_init_failed:
+                running = self._slot_up_beside(key)
+                if running is not None:
+                    # The process started (a slot of it is up, maybe running a batch):
+                    # its death is a run-time death of that slot, never a failed start.
+                    answers.died.append((running, death_message(exc)))
+                elif exc.actor_init_failed:
                     raise ExecutionError(
                         f"module {self.name_of(key)!r} failed to start its actor: "
                         f"{death_message(exc, traceback=True)}"
                     ) from exc
-                if _killed_from_outside(self.actors[key]):
+                elif _killed_from_outside(self.actors[key]):
                     # ray.kill or its node went away: no sign its constructor is at fault.
                     for k in self._drop(key):
                         self._to_start.insert(0, self.module_of[k])
@@ -166,9 +186,18 @@ class ActorPools:
             else:
                 self.up.append(key)
                 self.budget.came_up(self.module_of[key])
-                up.append(key)
+                answers.up.append(key)
+                for k in self.members.get(self.process_of.get(key, ""), ()):
+                    self._clocks.pop(k, None)  # every slot's constructor has run
         self.start_more()
-        return up
+        return answers
+
+    def _slot_up_beside(self, key: str) -> str | None:
+        """A slot that is up in the shared process of starting slot ``key``."""
+        process = self.process_of.get(key)
+        if process is None or key not in self.actors:
+            return None
+        return next((k for k in self.members[process] if k in self.up), None)
 
     def check_start_clocks(self) -> None:
         """Replace starting actors whose constructor has run past the start timeout."""

@@ -182,7 +182,8 @@ class RayBackend:
         if self.pools.starting:  # actors that came up since the last run
             refs = list(self.pools.starting)
             done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
-            self.pools.came_up(done)
+            for key, _message in self.pools.came_up(done).died:  # not in a core yet
+                self.pools.lost(key)
         workers = [self._worker(k) for k in self.pools.up]
         for delivery in drive(
             core,
@@ -236,13 +237,15 @@ class RayBackend:
             more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
             ready += more
         commands: list[Any] = []
-        started = [ref for ref in ready if ref in self.pools.starting]
-        if started:
-            for key in self.pools.came_up(started):
-                commands += core.handle(WorkerAdded(*self._worker(key)))
         # Replies first, deaths after: a batch that finished on an actor before it died
         # commits, and only the batches really lost with the actor are charged for it.
         deaths: dict[str, str] = {}
+        started = [ref for ref in ready if ref in self.pools.starting]
+        if started:
+            answers = self.pools.came_up(started)
+            for key in answers.up:
+                commands += core.handle(WorkerAdded(*self._worker(key)))
+            deaths.update(answers.died)
         for ref in ready:
             entry = inflight.get(ref)
             if entry is not None:

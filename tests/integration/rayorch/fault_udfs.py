@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import airflow_provider_rayorch.rayorch as ro
+from airflow_provider_rayorch.rayorch.execution.shared_process import SharedProcess
 
 #: How long a staged fault waits for the test's signal before giving up loudly.
 SIGNAL_WAIT_S = 120.0
@@ -239,6 +240,24 @@ class Unwrap:
 
     def run(self, items: list[Any]) -> list[Any]:
         return [i[0] if isinstance(i, tuple) else i for i in items]
+
+
+class HeldSlotStarts(SharedProcess):
+    """A shared process of ``SharedPair`` whose ``first`` slots never answer
+    ``ready()`` when it is the process started right after row 5 first killed one
+    (read from the ``FaultyRun`` log): its ``second`` slots come up and run row 5,
+    alone, while its ``first`` slots are still starting, so the process dies with
+    slots up and slots starting."""
+
+    def __init__(self, slots: dict[str, Any]) -> None:
+        super().__init__(slots)
+        log_dir = next(spec[1][0] for key, spec in slots.items() if key.startswith("second"))
+        self.hold = counts(log_dir, "run")["5"] == 1
+
+    def ready(self, slot: str) -> tuple[int, str]:
+        if self.hold and slot.startswith("first"):
+            threading.Event().wait()  # until the process dies
+        return super().ready(slot)
 
 
 class SharedPair(ro.Pipeline):

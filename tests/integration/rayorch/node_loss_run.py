@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from typing import Any
 
 import ray
@@ -45,6 +46,15 @@ class NodeLoss(ro.Pipeline):
         return ro.F.reduce(self.measure(self.render(ro.F.expand(self.pages(doc)))))
 
 
+def wait_until_dead(node_id: str, bound_s: float = 60.0) -> None:
+    """Return once the GCS marks node ``node_id`` dead; raise after ``bound_s``."""
+    deadline = time.monotonic() + bound_s
+    while any(n["NodeID"] == node_id and n["Alive"] for n in ray.nodes()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"node {node_id} still alive {bound_s:g}s after its removal")
+        time.sleep(0.1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--remove-node", action="store_true")
@@ -68,7 +78,12 @@ def main() -> None:
             ):
                 outputs.append([part.index, part.outputs])
                 if args.remove_node and not removed:
+                    node_id = workers[0].node_id
                     cluster.remove_node(workers[0], allow_graceful=False)
+                    # The run goes on only once Ray knows: its actors there are dead
+                    # then, so the rest of the run meets the loss (else a fast run
+                    # could end before Ray's health checks noticed it).
+                    wait_until_dead(node_id)
                     removed = True
             metrics = executor._backend.metrics()  # type: ignore[union-attr]
     finally:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import airflow_provider_rayorch.rayorch as ro
+from airflow_provider_rayorch.rayorch.execution import actor_pool
 
 from . import fault_udfs as fu
 from .test_fault_matrix import START_S, TIMEOUT_S, ran, run_ray
@@ -79,6 +80,31 @@ def test_a_row_that_kills_a_shared_process_is_charged_alone(tmp_path: Path) -> N
     assert set(counts) == set(ROWS)
     assert all(n <= 2 for n in counts.values()), counts
     assert result.metrics["workers_lost"] >= 4  # every slot of the process, twice
+
+
+@pytest.mark.timeout(150)
+def test_a_shared_process_that_dies_with_slots_up_and_slots_starting_loses_its_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Row 5 runs alone in the process started after its first death, on a slot that
+    # is up while the process's other slots are still starting (``HeldSlotStarts``),
+    # and kills it again: a death of a process that started, whichever slot's answer
+    # the driver reads first, so row 5 is charged and FAILS; it is no failed start
+    # (that hung: the slot that was up, and row 5 on it, were forgotten untold).
+    monkeypatch.setattr(actor_pool, "SharedProcess", fu.HeldSlotStarts)
+    policy = ro.RecoveryPolicy.retry_batch(1, infra_retries=1)
+    pipeline = shared_faulty(tmp_path, "exit", -1, batch_size=1, recovery=policy)
+    result = run_ray(4 * START_S + 30, "a shared process dies half started", pipeline, ROWS)
+    counts = ran(tmp_path)
+    for row, out in zip(ROWS, result.outputs, strict=True):
+        if row == 5:
+            assert isinstance(out, ro.OutputIssue)
+            assert out.outcome is ro.ItemOutcome.FAILED
+            assert "infra_retries=1 exhausted" in (out.cause or "")
+        else:
+            assert out == row * 10, f"row {row} (invocations per row: {counts})"
+    assert counts[5] == 2
+    assert result.metrics["actor_start_failures"] == 0
 
 
 @pytest.mark.timeout(150)
