@@ -40,6 +40,7 @@ from typing import Any
 import ray
 
 import airflow_provider_rayorch.rayorch as ro
+from airflow_provider_rayorch.rayorch.execution.shared_process import actor_of
 
 from .chaos_faults import (
     START_EXIT,
@@ -57,9 +58,10 @@ BATCH_TIMEOUT_S = 2.0
 class Session:
     """Ray plus one warm Executor; rebuilt after a hung run."""
 
-    def __init__(self, fault_dir: str, batch_timeout_s: float | None) -> None:
+    def __init__(self, fault_dir: str, batch_timeout_s: float | None, share: bool) -> None:
         self.fault_dir = fault_dir
         self.batch_timeout_s = batch_timeout_s
+        self.share = share
         self.executor: Any = None
         self.start()
 
@@ -70,7 +72,7 @@ class Session:
             log_to_driver=False,
             runtime_env={"env_vars": {"PYTHONPATH": ROOT}},
         )
-        pipeline = ChaosPipeline(self.fault_dir, 0.01, self.batch_timeout_s)
+        pipeline = ChaosPipeline(self.fault_dir, 0.01, self.batch_timeout_s, self.share)
         self.executor = ro.Executor(pipeline).__enter__()
 
     def restart(self) -> None:
@@ -124,7 +126,7 @@ class Faults:
         actors = self.session.page_actors()
         if actors:
             _, actor = self.rng.choice(actors)
-            ray.kill(actor, no_restart=True)
+            ray.kill(actor_of(actor), no_restart=True)
             self.done[kind] += 1
 
     def _kill_at_random(self) -> None:
@@ -148,7 +150,7 @@ class Faults:
             if not self.done["withdrawal_kill"]:
                 actor = backend._actors.get(command.worker)
                 if actor is not None:
-                    ray.kill(actor, no_restart=True)
+                    ray.kill(actor_of(actor), no_restart=True)
                     self.done["withdrawal_kill"] += 1
 
         backend._withdraw = withdraw_then_kill  # drive() reads it at each run's start
@@ -191,6 +193,11 @@ def main() -> None:
         help="the page Call's batch_timeout_s (0: none, so a hang hangs the run)",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--share",
+        action="store_true",
+        help="both stages in one shared process (share_process): a kill ends every slot",
+    )
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
 
@@ -202,7 +209,7 @@ def main() -> None:
     injected: Counter[str] = Counter()
     errors: list[str] = []
     started = time.perf_counter()
-    session = Session(fault_dir, args.batch_timeout or None)
+    session = Session(fault_dir, args.batch_timeout or None, args.share)
     #: The backend's counters are cumulative over an Executor's runs.
     seen: Counter[str] = Counter()
     try:
@@ -250,7 +257,7 @@ def main() -> None:
         f"--max-kills {args.max_kills} --p-start {args.p_start} "
         f"--p-withdrawal {args.p_withdrawal} --p-hang {args.p_hang} "
         f"--run-bound {args.run_bound:g} --batch-timeout {args.batch_timeout:g} "
-        f"--seed {args.seed}",
+        f"--seed {args.seed}{' --share' if args.share else ''}",
         "runs": args.runs,
         "faults": faults_by_kind,
         "faults_total": sum(faults_by_kind.values()),
@@ -264,6 +271,7 @@ def main() -> None:
         "workers_lost": totals["workers_lost"],
         "actor_start_failures": totals["actor_start_failures"],
         "batch_timeout_s": args.batch_timeout or None,
+        "share_process": args.share,
         "seconds": round(time.perf_counter() - started, 1),
         "ray": ray.__version__,
     }

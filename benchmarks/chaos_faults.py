@@ -87,9 +87,15 @@ class ChaosPage:
 
 class ChaosPipeline(ro.Pipeline):
     def __init__(
-        self, fault_dir: str = "", delay: float = 0.01, batch_timeout_s: float | None = None
+        self,
+        fault_dir: str = "",
+        delay: float = 0.01,
+        batch_timeout_s: float | None = None,
+        share: bool = False,
     ) -> None:
-        self.pages = ro.RayModule(Pages).ray_options(batch_size=4)
+        #: ``share``: both stages' workers in one process (``share_process``).
+        shared: dict[str, Any] = {"share_process": "chaos"} if share else {}
+        self.pages = ro.RayModule(Pages).ray_options(batch_size=4, **shared)
         self.page = (
             ro.RayModule(ChaosPage)
             .pre_init(fault_dir, delay)
@@ -99,6 +105,7 @@ class ChaosPipeline(ro.Pipeline):
                 max_batches_in_flight=2,
                 batch_timeout_s=batch_timeout_s,
                 recovery=ro.RecoveryPolicy.retry_batch(1, infra_retries=20),
+                **shared,
             )
         )
 
