@@ -24,9 +24,12 @@ from __future__ import annotations
 import argparse
 import queue
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 class Echo:
@@ -40,67 +43,73 @@ class Echo:
         return batch, None
 
 
-def _with_wait(actors: list[Any], batches: int, poll_first: bool) -> None:
+def _drive(
+    actors: list[Any],
+    batches: int,
+    take: Callable[[list[Any]], list[Any]],
+    sent_one: Callable[[Any], None] | None = None,
+) -> None:
+    """Keep two batches in flight per actor until ``batches`` finished; ``take`` gets
+    the references in flight and returns those that finished (their replies read);
+    ``sent_one`` sees each reference as it is sent."""
     inflight: dict[Any, Any] = {}
-    sent = 0
+    sent = done = 0
 
     def send(actor: Any) -> None:
         nonlocal sent
         report, _values = actor.run.remote(sent)
         inflight[report] = actor
         sent += 1
+        if sent_one is not None:
+            sent_one(report)
 
-    for actor in actors:
+    for actor in [*actors, *actors]:
         send(actor)
-        send(actor)
-    done = 0
     while done < batches:
-        refs = list(inflight)
-        ready: list[Any] = []
-        if poll_first:
-            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
-        if not ready:
-            ready, rest = ray.wait(refs, num_returns=1, timeout=None)
-            if rest and not poll_first:
-                more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
-                ready += more
-        for ref in ready:
-            ray.get(ref)
+        for ref in take(list(inflight)):
             actor = inflight.pop(ref)
             done += 1
             if sent < batches:
                 send(actor)
 
 
-def _with_futures(actors: list[Any], batches: int) -> None:
-    finished: queue.SimpleQueue[Any] = queue.SimpleQueue()
-    owner: dict[Any, Any] = {}
-    sent = 0
+def _wait(refs: list[Any]) -> list[Any]:
+    ready, rest = ray.wait(refs, num_returns=1, timeout=None)
+    if rest:
+        more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+        ready += more
+    ray.get(ready)
+    return ready
 
-    def send(actor: Any) -> None:
-        nonlocal sent
-        report, _values = actor.run.remote(sent)
-        owner[report] = actor
-        sent += 1
-        report.future().add_done_callback(lambda fut, ref=report: finished.put((ref, fut)))
 
-    for actor in actors:
-        send(actor)
-        send(actor)
-    done = 0
-    while done < batches:
-        got = [finished.get()]
+def _poll_first(refs: list[Any]) -> list[Any]:
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+    if not ready:
+        ready, _ = ray.wait(refs, num_returns=1, timeout=None)
+    ray.get(ready)
+    return ready
+
+
+class _Futures:
+    """Completion callbacks: each reference registers one as it is sent (``watch``)
+    and the driver blocks on the queue they feed (``take``), scanning nothing."""
+
+    def __init__(self) -> None:
+        self.finished: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    def watch(self, ref: Any) -> None:
+        ref.future().add_done_callback(lambda fut: self.finished.put((ref, fut)))
+
+    def take(self, _refs: list[Any]) -> list[Any]:
+        got = [self.finished.get()]
         while True:
             try:
-                got.append(finished.get_nowait())
+                got.append(self.finished.get_nowait())
             except queue.Empty:
                 break
-        for ref, fut in got:
+        for _ref, fut in got:
             fut.result()
-            actor = owner.pop(ref)
-            done += 1
-            if sent < batches:
-                send(actor)
+        return [ref for ref, _ in got]
 
 
 def main() -> None:
@@ -114,10 +123,11 @@ def main() -> None:
         remote: Any = ray.remote(num_cpus=0)(Echo)
         actors = [remote.remote() for _ in range(args.actors)]
         ray.get([a.ready.remote() for a in actors])
+        futures = _Futures()
         variants = {
-            "wait": lambda: _with_wait(actors, args.batches, poll_first=False),
-            "poll_first": lambda: _with_wait(actors, args.batches, poll_first=True),
-            "future": lambda: _with_futures(actors, args.batches),
+            "wait": lambda: _drive(actors, args.batches, _wait),
+            "poll_first": lambda: _drive(actors, args.batches, _poll_first),
+            "future": lambda: _drive(actors, args.batches, futures.take, futures.watch),
         }
         for round_ in range(1, args.rounds + 1):
             for name, variant in variants.items():
