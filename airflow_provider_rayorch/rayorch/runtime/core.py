@@ -240,11 +240,11 @@ class Core:
             if event.charge:  # a death nobody chose: which batch caused it is a guess
                 for grain in grains:
                     grain.lost += 1
-            decision = decide_after_loss(call.recovery, grains, charged=charged)
-            if not event.charge:
-                # Killed on purpose: each batch left on it runs again as the batch it
-                # was (a retry's split stays split), never merged with others.
-                decision.pinned_front, decision.loose_front = decision.loose_front, []
+            # killed on purpose (not event.charge): each batch left on it runs again
+            # as the batch it was, never merged with others
+            decision = decide_after_loss(
+                call.recovery, grains, charged=charged, keep_batch=not event.charge
+            )
             limit = call.recovery.infra_retries
             self._transitions.retry(
                 call, decision, f"{event.reason} (infra_retries={limit} exhausted)"

@@ -79,19 +79,22 @@ def decide_after_exception(policy: RecoveryPolicy, grains: list[Grain]) -> Decis
 
 
 def decide_after_loss(
-    policy: RecoveryPolicy, grains: list[Grain], *, charged: bool = True
+    policy: RecoveryPolicy, grains: list[Grain], *, charged: bool = True, keep_batch: bool = False
 ) -> Decision:
     """Decide for the Grains of a batch whose actor (or node) died.
 
     Only the batch the actor was running is ``charged`` an infra retry; batches
-    still waiting in the actor's queue just run again elsewhere.
+    still waiting in the actor's queue just run again elsewhere. With ``keep_batch``
+    (a worker killed on purpose) the batch runs again as the batch it was, so a
+    retry's split stays split; otherwise its Grains may share a batch with others.
     """
     decision = Decision()
+    front = decision.pinned_front if keep_batch else decision.loose_front
     for grain in grains:
         if charged:
             grain.infra += 1
         if grain.infra <= policy.infra_retries:
-            decision.loose_front.append(grain)
+            front.append(grain)
         else:
             decision.fail.append(grain)
     return decision

@@ -107,6 +107,19 @@ def test_decide_after_loss(infra: int, budget: int, front: str, fail: str) -> No
     assert [g.retries for g in gs] == [0, 0]  # losses never spend exception retries
 
 
+def test_a_loss_on_purpose_keeps_each_batch_as_it_was() -> None:
+    """A worker killed on purpose (``charged=False``, ``keep_batch=True``): the batch
+    runs again at once as the batch it was, never merged with other Grains."""
+    gs = [G("a"), G("b")]
+    decision = decide_after_loss(
+        RP.retry_batch(infra_retries=1), gs, charged=False, keep_batch=True
+    )
+    assert names(decision.pinned_front) == "ab"
+    assert decision.loose_front == []
+    assert decision.fail == []
+    assert [g.infra for g in gs] == [0, 0]
+
+
 def test_decision_retried_lists_every_requeued_grain_once() -> None:
     a, b, c, d, e = batch("abcde")
     decision = Decision(pinned_front=[a], pinned_tail=[[b], [c]], loose_front=[d], loose_tail=[e])
