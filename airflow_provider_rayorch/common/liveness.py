@@ -1,4 +1,5 @@
-"""Record that a run's Ray job is RUNNING, at most every :data:`BEAT_EVERY`.
+"""Record that a run's Ray job is RUNNING, at most every :data:`BEAT_EVERY`, and that
+it ended without a run manifest.
 
 The runs page and the report call a run ``unknown`` when nothing was heard of it for
 ``reports.state.STALE_AFTER``; a microbatch running longer than that without a commit
@@ -17,7 +18,7 @@ from airflow_provider_rayorch.common.states import JobStatus
 if TYPE_CHECKING:
     from airflow_provider_rayorch.rayorch.store import RunStore
 
-__all__ = ["BEAT_EVERY", "record_running"]
+__all__ = ["BEAT_EVERY", "record_ended_without_manifest", "record_running"]
 
 #: A RUNNING record younger than this is not written again.
 BEAT_EVERY = timedelta(minutes=5)
@@ -59,3 +60,29 @@ def record_running(
         if log is not None:
             log.warning("could not record that run %s is running: %s", run_id, exc)
         return False
+
+
+def record_ended_without_manifest(
+    store: RunStore, run_id: str, job_id: str, job_status: str, message: str, *, log: Any = None
+) -> str:
+    """Record that the run's Ray job ended without a run manifest, and return the error
+    the task fails with. A job that SUCCEEDED (or whose status is unknown) without its
+    manifest is recorded FAILED. Never raises: the record is for the UI only."""
+    try:
+        ended = JobStatus.parse(job_status)
+    except ValueError:
+        ended = JobStatus.FAILED
+    if ended is JobStatus.SUCCEEDED:
+        ended = JobStatus.FAILED
+    try:
+        store.write_job_state(
+            run_id, ended.value, f"Ray job {job_id} ended {job_status}: {message}"
+        )
+    except Exception as exc:
+        if log is not None:
+            log.warning("could not record the job state of run %s: %s", run_id, exc)
+    return (
+        f"Ray job {job_id} ended {job_status} without a run manifest for run {run_id}: "
+        f"{message}. See the job's driver log (the task's Ray job link), fix the cause, "
+        "then clear the task"
+    )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
-from airflow_provider_rayorch.common.liveness import record_running
+from airflow_provider_rayorch.common.liveness import record_ended_without_manifest, record_running
 from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.ratio import judge_summary
 from airflow_provider_rayorch.common.repair import RepairMode, should_repair
@@ -148,13 +148,15 @@ class _RunStoreSensor(BaseSensorOperator):
             "has no manifest; see the submit task's log, then clear it."
         )
 
-    def _record_ended(self, job_id: str, status: JobStatus, message: str) -> None:
-        try:
-            self._store().write_job_state(
-                self.run_id, status.value, f"Ray job {job_id} ended {status}: {message}"
+    def _ended_without_manifest(
+        self, job_id: str, job_status: str, message: str
+    ) -> RayOrchJobFailed:
+        """Record how the job ended (for the UI); the error the task fails with."""
+        return RayOrchJobFailed(
+            record_ended_without_manifest(
+                self._store(), self.run_id, job_id, job_status, message, log=self.log
             )
-        except Exception as exc:  # a record for the UI; never hides the real error
-            self.log.warning("could not record the job state of run %s: %s", self.run_id, exc)
+        )
 
 
 class RayOrchMicrobatchSensor(_RunStoreSensor):
@@ -257,6 +259,7 @@ class RayOrchMicrobatchSensor(_RunStoreSensor):
                 rayorch_conn_id=self.rayorch_conn_id,
                 address=self.ray_address,
                 poll_interval=self.poke_interval,
+                max_failed_ratio=self.max_failed_ratio,  # the trigger ends the task
             ),
             method_name="execute_complete",
             timeout=timedelta(seconds=float(self.timeout)),
@@ -285,6 +288,8 @@ class RayOrchMicrobatchSensor(_RunStoreSensor):
         )
 
     def execute_complete(self, context: Context, event: Mapping[str, Any] | None = None) -> Any:
+        """Resume on an event of a trigger that does not end the task itself (one
+        serialized by an earlier version of the provider)."""
         if not event or event.get("status") not in ("committed", "error"):
             raise RayOrchJobFailed(f"unexpected trigger event {event!r}")
         if event["status"] == "error":
@@ -337,12 +342,7 @@ class RayOrchRunSensor(_RunStoreSensor):
         status = self._job_status(job_id)
         self._note_running(job_id, status)
         if status.is_terminal and self._summary() is None:
-            message = self._job_message(job_id)
-            self._record_ended(job_id, status, message)
-            raise RayOrchJobFailed(
-                f"Ray job {job_id} ended {status} without a run manifest for run "
-                f"{self.run_id}: {message}"
-            )
+            raise self._ended_without_manifest(job_id, status.value, self._job_message(job_id))
         return status.is_terminal
 
     def execute(self, context: Context) -> Any:
@@ -359,6 +359,7 @@ class RayOrchRunSensor(_RunStoreSensor):
                 address=self.ray_address,
                 poll_interval=self.poke_interval,
                 tail_logs=False,
+                max_failed_ratio=self.max_failed_ratio,  # the trigger ends the task
             ),
             method_name="execute_complete",
             timeout=timedelta(seconds=float(self.timeout)),
@@ -378,20 +379,14 @@ class RayOrchRunSensor(_RunStoreSensor):
         return {**summary, "job_status": summary.get("job_status") or JobStatus.SUCCEEDED.value}
 
     def execute_complete(self, context: Context, event: Mapping[str, Any] | None = None) -> Any:
+        """Resume on an event of a trigger that does not end the task itself (one
+        serialized by an earlier version of the provider)."""
         if not event or "status" not in event:
             raise RayOrchJobFailed(f"unexpected trigger event {event!r}")
         summary = self._summary()
         if summary is None:
-            job_id, status = str(event.get("job_id")), str(event.get("job_status"))
-            try:
-                ended = JobStatus.parse(status)
-            except ValueError:
-                ended = JobStatus.FAILED
-            if ended is JobStatus.SUCCEEDED:
-                ended = JobStatus.FAILED
-            self._record_ended(job_id, ended, str(event.get("message")))
-            raise RayOrchJobFailed(
-                f"Ray job {job_id} ended {status} without a run manifest: {event.get('message')}"
+            raise self._ended_without_manifest(
+                str(event.get("job_id")), str(event.get("job_status")), str(event.get("message"))
             )
         summary = {**summary, "job_status": summary.get("job_status") or JobStatus.SUCCEEDED.value}
         return judge(summary, self.max_failed_ratio, context)

@@ -5,6 +5,10 @@ path (httpx, awaited) and the run store through ``asyncio.to_thread``. Status re
 retry transient errors within the provider's one budget
 (:mod:`airflow_provider_rayorch.common.polling`). Job logs are tailed separately from
 the status poll, since the end of a log stream is not the end of a job.
+
+Given the sensor's ``max_failed_ratio``, both judge the outcome and end the sensor's
+task themselves, in the triggerer (:mod:`._task_end` says why); without it (the operator,
+or a trigger serialized by an earlier version) they fire an event the task resumes on.
 """
 
 from __future__ import annotations
@@ -16,12 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_rayorch.common.liveness import record_running
+from airflow_provider_rayorch.common.liveness import record_ended_without_manifest, record_running
 from airflow_provider_rayorch.common.polling import RETRY_BUDGET, acall_with_retries
 from airflow_provider_rayorch.common.progress import relay_line
 from airflow_provider_rayorch.common.states import JobStatus
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+from airflow_provider_rayorch.triggers._task_end import failed_end, judged_end
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -47,11 +52,17 @@ def _positive(name: str, value: float) -> float:
     return value
 
 
+def _ratio(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
 class RayOrchJobTrigger(BaseTrigger):
     """Fires once the Ray job of a run ends; logs committed microbatches and job logs.
 
     Event payload: ``{"status": "success"|"error", "run_id", "job_id", "job_status",
-    "message"}``.
+    "message"}``. With ``max_failed_ratio`` (the run sensor's) it ends the task instead:
+    success with the judged run summary, or failure when the run failed the bar or the
+    job ended without a run manifest.
     """
 
     def __init__(
@@ -64,6 +75,7 @@ class RayOrchJobTrigger(BaseTrigger):
         address: str | None = None,
         poll_interval: float = 5.0,
         tail_logs: bool = True,
+        max_failed_ratio: float | None = None,
     ) -> None:
         super().__init__()
         if not job_id or not run_id or not run_store:
@@ -75,6 +87,7 @@ class RayOrchJobTrigger(BaseTrigger):
         self.address = address or None
         self.poll_interval = _positive("poll_interval", poll_interval)
         self.tail_logs = bool(tail_logs)
+        self.max_failed_ratio = _ratio(max_failed_ratio)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -87,6 +100,7 @@ class RayOrchJobTrigger(BaseTrigger):
                 "address": self.address,
                 "poll_interval": self.poll_interval,
                 "tail_logs": self.tail_logs,
+                "max_failed_ratio": self.max_failed_ratio,
             },
         )
 
@@ -120,7 +134,10 @@ class RayOrchJobTrigger(BaseTrigger):
                         log=self.log,
                     )
                 except RayOrchClusterError as exc:
-                    yield TriggerEvent(self._event("error", "UNKNOWN", str(exc)))
+                    if self.max_failed_ratio is not None:
+                        yield await self._run_end(store, "UNKNOWN", str(exc))
+                    else:
+                        yield TriggerEvent(self._event("error", "UNKNOWN", str(exc)))
                     return
                 committed = await asyncio.to_thread(store.committed, self.run_id)
                 if len(committed) != seen:
@@ -135,6 +152,9 @@ class RayOrchJobTrigger(BaseTrigger):
                     message = "" if info is None else str(info.get("message") or "")
                     if info is None:
                         message = f"the cluster does not know job {self.job_id}"
+                    if self.max_failed_ratio is not None:
+                        yield await self._run_end(store, status.value, message)
+                        return
                     state = "success" if status is JobStatus.SUCCEEDED else "error"
                     yield TriggerEvent(self._event(state, status.value, message))
                     return
@@ -144,6 +164,26 @@ class RayOrchJobTrigger(BaseTrigger):
                 tail.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await tail
+
+    async def _run_end(self, store: Any, job_status: str, message: str) -> TriggerEvent:
+        """End the run sensor's task: judge the run manifest, or fail without one (and
+        record how the job ended, for the UI)."""
+        assert self.max_failed_ratio is not None
+        summary = await asyncio.to_thread(store.read_run_manifest, self.run_id)
+        if summary is None:
+            error = await asyncio.to_thread(
+                record_ended_without_manifest,
+                store,
+                self.run_id,
+                self.job_id,
+                job_status,
+                message,
+                log=self.log,
+            )
+            return failed_end(error, log=self.log)
+        # a run manifest is written by a driver that completed: its job succeeded
+        summary = {**summary, "job_status": summary.get("job_status") or JobStatus.SUCCEEDED.value}
+        return judged_end(summary, self.max_failed_ratio, what=f"run {self.run_id}", log=self.log)
 
     def _event(self, status: str, job_status: str, message: str) -> dict[str, Any]:
         return {
@@ -163,7 +203,9 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
     """Fires as soon as one source microbatch's manifest commits.
 
     Event payload: ``{"status": "committed", "index", "summary"}``, or
-    ``{"status": "error", "index", "message"}`` when the job ended without it.
+    ``{"status": "error", "index", "message"}`` when the job ended without it. With
+    ``max_failed_ratio`` (the microbatch sensor's) it ends the task instead: success
+    with the judged manifest, or failure.
     """
 
     def __init__(
@@ -176,6 +218,7 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
         rayorch_conn_id: str = RayOrchHook.default_conn_name,
         address: str | None = None,
         poll_interval: float = 5.0,
+        max_failed_ratio: float | None = None,
     ) -> None:
         super().__init__()
         if not run_id or not run_store:
@@ -189,6 +232,7 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
         self.rayorch_conn_id = str(rayorch_conn_id)
         self.address = address or None
         self.poll_interval = _positive("poll_interval", poll_interval)
+        self.max_failed_ratio = _ratio(max_failed_ratio)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -201,8 +245,24 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
                 "rayorch_conn_id": self.rayorch_conn_id,
                 "address": self.address,
                 "poll_interval": self.poll_interval,
+                "max_failed_ratio": self.max_failed_ratio,
             },
         )
+
+    def _committed(self, manifest: dict[str, Any]) -> TriggerEvent:
+        if self.max_failed_ratio is None:
+            return TriggerEvent({"status": "committed", "index": self.index, "summary": manifest})
+        return judged_end(
+            manifest,
+            self.max_failed_ratio,
+            what=f"microbatch {self.index} of run {self.run_id}",
+            log=self.log,
+        )
+
+    def _not_committed(self, message: str) -> TriggerEvent:
+        if self.max_failed_ratio is None:
+            return TriggerEvent({"status": "error", "index": self.index, "message": message})
+        return failed_end(message, log=self.log)
 
     async def _status(self, hook: RayOrchHook, job_id: str) -> JobStatus:
         status = await acall_with_retries(
@@ -223,17 +283,13 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
         while True:
             manifest = await asyncio.to_thread(store.read_manifest, self.run_id, self.index)
             if manifest is not None:
-                yield TriggerEvent(
-                    {"status": "committed", "index": self.index, "summary": manifest}
-                )
+                yield self._committed(manifest)
                 return
             if hook is not None and self.job_id is not None:
                 try:
                     status = await self._status(hook, self.job_id)
                 except RayOrchClusterError as exc:
-                    yield TriggerEvent(
-                        {"status": "error", "index": self.index, "message": str(exc)}
-                    )
+                    yield self._not_committed(str(exc))
                     return
                 if status is JobStatus.RUNNING:
                     await asyncio.to_thread(
@@ -242,17 +298,11 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
                 if status.is_terminal:
                     manifest = await asyncio.to_thread(store.read_manifest, self.run_id, self.index)
                     if manifest is not None:
-                        yield TriggerEvent(
-                            {"status": "committed", "index": self.index, "summary": manifest}
-                        )
+                        yield self._committed(manifest)
                     else:
-                        yield TriggerEvent(
-                            {
-                                "status": "error",
-                                "index": self.index,
-                                "message": f"Ray job {self.job_id} ended {status} before "
-                                f"microbatch {self.index} of run {self.run_id} committed",
-                            }
+                        yield self._not_committed(
+                            f"Ray job {self.job_id} ended {status} before microbatch "
+                            f"{self.index} of run {self.run_id} committed"
                         )
                     return
             await asyncio.sleep(self.poll_interval)

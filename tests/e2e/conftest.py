@@ -35,6 +35,7 @@ DEPLOYMENT_DAGS = [
     EXAMPLES / "rayorch_events.py",
     ROOT / "tests" / "e2e" / "browser_dags" / "rayorch_browser.py",
     ROOT / "tests" / "e2e" / "deployment_dags" / "rayorch_gated.py",
+    ROOT / "tests" / "e2e" / "deployment_dags" / "rayorch_commit_on_defer.py",
     E2E_DAGS / "e2e_dags.py",
     ROOT / "tests" / "e2e" / "repair_dags" / "rayorch_repair.py",
     # the pipeline rayorch_repair names: the DAG folder is on the workers' and head's path

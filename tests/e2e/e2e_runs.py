@@ -21,8 +21,21 @@ def failure_digest(rest: AirflowRest, dag_id: str, run_id: str) -> str:
         lines.append(f"{task_id}[{map_index}]: {ti['state']} (try {ti['try_number']})")
         if ti["state"] in ("failed", "up_for_retry") and ti["try_number"]:
             log = rest.task_log(dag_id, run_id, task_id, ti["try_number"], map_index)
-            lines += [f"    {x[:1500]}" for x in log.splitlines() if '"level": "error"' in x]
+            lines += [f"    {x[:1500]}" for x in _failure_lines(log.splitlines())]
     return "\n".join(lines)
+
+
+#: Levels of the log entries that explain a failure. A task process that exits with a
+#: non-zero code leaves only a warning ("Process exited abnormally"), an OOM kill a
+#: critical entry.
+_FAILURE_LEVELS = tuple(f'"level": "{level}"' for level in ("error", "critical", "warning"))
+
+
+def _failure_lines(log: list[str], tail: int = 12) -> list[str]:
+    """The entries of a failed try's log that say why it failed; its last ``tail``
+    entries when none does (a try that never ran its task leaves no error)."""
+    found = [x for x in log if any(level in x for level in _FAILURE_LEVELS)]
+    return found or ["(no warning or error in the log; its last entries:)", *log[-tail:]]
 
 
 def start_runs(rest: AirflowRest, runs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:

@@ -84,6 +84,8 @@ def test_deferrable_defers_until_commit_then_completes(tmp_path) -> None:
     trigger = deferred.value.trigger
     assert isinstance(trigger, RayOrchMicrobatchTrigger)
     assert (trigger.index, trigger.job_id) == (1, "j")
+    # the trigger judges with the sensor's bar and ends the task itself
+    assert trigger.max_failed_ratio == sensor.max_failed_ratio
     event = {"status": "committed", "index": 1, "summary": _summary()}
     assert sensor.execute_complete(ctx, event)["state"] == "success"
     with pytest.raises(RayOrchJobFailed, match="ended"):
@@ -119,3 +121,14 @@ def test_run_sensor_judges_the_run(tmp_path) -> None:
     with pytest.raises(RayOrchFailedRatioExceeded):
         sensor.poke(ctx)
     assert pushed["return_value"]["sources"]["failed"] == 1
+
+
+def test_deferred_run_sensor_hands_its_bar_to_the_trigger(tmp_path) -> None:
+    """The run sensor's trigger ends the task itself, judged with the sensor's bar."""
+    sensor = RayOrchRunSensor(
+        task_id="run", run_id="r", run_store=str(tmp_path), job_id="j", max_failed_ratio=0.25
+    )
+    sensor.__dict__["hook"] = mock.MagicMock(**{"get_job_status.return_value": "RUNNING"})
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute(_ctx()[0])
+    assert deferred.value.trigger.max_failed_ratio == 0.25

@@ -4,6 +4,7 @@ import asyncio
 import importlib
 
 import pytest
+from airflow.triggers.base import TaskFailedEvent, TaskSuccessEvent
 
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.rayorch.store import RunStore
@@ -173,3 +174,137 @@ def test_microbatch_trigger_fails_when_job_ends_first(monkeypatch, tmp_path) -> 
     event = asyncio.run(_first(t))
     assert event["status"] == "error"
     assert "ended FAILED" in event["message"]
+
+
+async def _end(trigger):
+    async for event in trigger.run():
+        return event
+    return None
+
+
+def _summary(failed: int = 0) -> dict:
+    return {
+        "run_id": "r",
+        "state": "success",
+        "sources": {
+            "total": 4,
+            "present": 4 - failed,
+            "dropped": 0,
+            "failed": failed,
+            "suppressed": 0,
+        },
+        "failures": [{"source": 2, "outcome": "failed", "cause": "doc[2]: bad"}] * failed,
+    }
+
+
+def _with_log(monkeypatch, trigger):
+    """The trigger, and the list its error-level log lines go to."""
+    errors: list[str] = []
+    monkeypatch.setattr(trigger.log, "error", lambda msg, *a: errors.append(msg % a))
+    return trigger, errors
+
+
+@pytest.mark.parametrize("failed", [0, 1], ids=["within-the-bar", "over-the-bar"])
+def test_microbatch_trigger_with_a_bar_ends_the_task_itself(
+    monkeypatch, tmp_path, failed: int
+) -> None:
+    """With the sensor's bar, a commit ends the task in the triggerer, with the XComs
+    the sensor's worker would push: no resumed try for Airflow's stale-success race to
+    fail (apache/airflow#72716)."""
+    RunStore(str(tmp_path)).commit_microbatch("r", 2, _summary(failed))
+    t, errors = _with_log(
+        monkeypatch,
+        RayOrchMicrobatchTrigger(
+            run_id="r", run_store=str(tmp_path), index=2, poll_interval=0.01, max_failed_ratio=0.0
+        ),
+    )
+    event = asyncio.run(_end(t))
+    if failed:
+        assert isinstance(event, TaskFailedEvent)
+        assert set(event.xcoms) == {"return_value", "rayorch_summary"}
+        assert event.xcoms["return_value"]["state"] == "failed"
+        assert errors == [
+            "microbatch 2 of run r: failed ratio 0.250 exceeds max_failed_ratio 0.0: "
+            "source 2: doc[2]: bad"
+        ]
+    else:
+        assert isinstance(event, TaskSuccessEvent)
+        assert event.xcoms == {"return_value": {**_summary(), "state": "success"}}
+        assert errors == []
+
+
+def test_microbatch_trigger_with_a_bar_fails_the_task_when_the_job_ends_first(
+    monkeypatch, tmp_path
+) -> None:
+    async def status(self, job_id):
+        return "STOPPED"
+
+    monkeypatch.setattr(triggers.RayOrchHook, "aget_job_status", status)
+    t, errors = _with_log(
+        monkeypatch,
+        RayOrchMicrobatchTrigger(
+            run_id="r",
+            run_store=str(tmp_path),
+            index=0,
+            job_id="j",
+            poll_interval=0.01,
+            max_failed_ratio=0.5,
+        ),
+    )
+    event = asyncio.run(_end(t))
+    assert isinstance(event, TaskFailedEvent)
+    assert event.xcoms is None
+    assert errors == ["Ray job j ended STOPPED before microbatch 0 of run r committed"]
+
+
+def _run_trigger(tmp_path, status: str):
+    async def info(self, job_id):
+        return {"status": status, "message": "driver exited"}
+
+    return info, RayOrchJobTrigger(
+        job_id="j",
+        run_id="r",
+        run_store=str(tmp_path),
+        poll_interval=0.01,
+        tail_logs=False,
+        max_failed_ratio=0.25,
+    )
+
+
+def test_job_trigger_with_a_bar_ends_the_run_sensor_task_with_the_summary(
+    monkeypatch, tmp_path
+) -> None:
+    RunStore(str(tmp_path)).write_run_manifest("r", _summary(failed=1))
+    info, trigger = _run_trigger(tmp_path, "SUCCEEDED")
+    monkeypatch.setattr(triggers.RayOrchHook, "aget_job_info", info)
+    t, errors = _with_log(monkeypatch, trigger)
+    event = asyncio.run(_end(t))
+    assert isinstance(event, TaskSuccessEvent)
+    summary = event.xcoms["return_value"]
+    assert (summary["state"], summary["job_status"]) == ("success", "SUCCEEDED")
+    assert errors == []
+
+
+def test_job_trigger_with_a_bar_fails_without_a_run_manifest_and_records_why(
+    monkeypatch, tmp_path
+) -> None:
+    info, trigger = _run_trigger(tmp_path, "SUCCEEDED")
+    monkeypatch.setattr(triggers.RayOrchHook, "aget_job_info", info)
+    t, errors = _with_log(monkeypatch, trigger)
+    event = asyncio.run(_end(t))
+    assert isinstance(event, TaskFailedEvent)
+    [error] = errors
+    assert "Ray job j ended SUCCEEDED without a run manifest for run r: driver exited" in error
+    # a job that succeeded without its manifest is recorded as FAILED, as the sensor does
+    assert RunStore(str(tmp_path)).read_job_state("r")["job_status"] == "FAILED"
+
+
+def test_triggers_serialize_the_bar() -> None:
+    job = RayOrchJobTrigger(job_id="j", run_id="r", run_store="/s", max_failed_ratio=0.1)
+    batch = RayOrchMicrobatchTrigger(run_id="r", run_store="/s", index=0, max_failed_ratio=0)
+    assert _roundtrip(job).max_failed_ratio == 0.1
+    assert _roundtrip(batch).max_failed_ratio == 0.0
+    assert (
+        _roundtrip(RayOrchMicrobatchTrigger(run_id="r", run_store="/s", index=0)).max_failed_ratio
+        is None
+    )
