@@ -6,9 +6,10 @@ retry transient errors within the provider's one budget
 (:mod:`airflow_provider_rayorch.common.polling`). Job logs are tailed separately from
 the status poll, since the end of a log stream is not the end of a job.
 
-Given the sensor's ``max_failed_ratio``, both judge the outcome and end the sensor's
-task themselves, in the triggerer (:mod:`._task_end` says why); without it (the operator,
-or a trigger serialized by an earlier version) they fire an event the task resumes on.
+With ``end_from_trigger`` (the sensors' default) both judge the outcome with the
+sensor's ``max_failed_ratio`` and end its task themselves, in the triggerer
+(:mod:`._task_end` says why); without it (the operator, or a trigger serialized by an
+earlier version) they fire an event the task resumes on.
 """
 
 from __future__ import annotations
@@ -52,15 +53,11 @@ def _positive(name: str, value: float) -> float:
     return value
 
 
-def _ratio(value: float | None) -> float | None:
-    return None if value is None else float(value)
-
-
 class RayOrchJobTrigger(BaseTrigger):
     """Fires once the Ray job of a run ends; logs committed microbatches and job logs.
 
     Event payload: ``{"status": "success"|"error", "run_id", "job_id", "job_status",
-    "message"}``. With ``max_failed_ratio`` (the run sensor's) it ends the task instead:
+    "message"}``. With ``end_from_trigger`` (the run sensor's) it ends the task instead:
     success with the judged run summary, or failure when the run failed the bar or the
     job ended without a run manifest.
     """
@@ -75,7 +72,8 @@ class RayOrchJobTrigger(BaseTrigger):
         address: str | None = None,
         poll_interval: float = 5.0,
         tail_logs: bool = True,
-        max_failed_ratio: float | None = None,
+        max_failed_ratio: float = 0.0,
+        end_from_trigger: bool = False,
     ) -> None:
         super().__init__()
         if not job_id or not run_id or not run_store:
@@ -87,7 +85,8 @@ class RayOrchJobTrigger(BaseTrigger):
         self.address = address or None
         self.poll_interval = _positive("poll_interval", poll_interval)
         self.tail_logs = bool(tail_logs)
-        self.max_failed_ratio = _ratio(max_failed_ratio)
+        self.max_failed_ratio = float(max_failed_ratio)
+        self.end_from_trigger = bool(end_from_trigger)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -101,6 +100,7 @@ class RayOrchJobTrigger(BaseTrigger):
                 "poll_interval": self.poll_interval,
                 "tail_logs": self.tail_logs,
                 "max_failed_ratio": self.max_failed_ratio,
+                "end_from_trigger": self.end_from_trigger,
             },
         )
 
@@ -134,7 +134,7 @@ class RayOrchJobTrigger(BaseTrigger):
                         log=self.log,
                     )
                 except RayOrchClusterError as exc:
-                    if self.max_failed_ratio is not None:
+                    if self.end_from_trigger:
                         yield await self._run_end(store, "UNKNOWN", str(exc))
                     else:
                         yield TriggerEvent(self._event("error", "UNKNOWN", str(exc)))
@@ -152,7 +152,7 @@ class RayOrchJobTrigger(BaseTrigger):
                     message = "" if info is None else str(info.get("message") or "")
                     if info is None:
                         message = f"the cluster does not know job {self.job_id}"
-                    if self.max_failed_ratio is not None:
+                    if self.end_from_trigger:
                         yield await self._run_end(store, status.value, message)
                         return
                     state = "success" if status is JobStatus.SUCCEEDED else "error"
@@ -168,7 +168,6 @@ class RayOrchJobTrigger(BaseTrigger):
     async def _run_end(self, store: Any, job_status: str, message: str) -> TriggerEvent:
         """End the run sensor's task: judge the run manifest, or fail without one (and
         record how the job ended, for the UI)."""
-        assert self.max_failed_ratio is not None
         summary = await asyncio.to_thread(store.read_run_manifest, self.run_id)
         if summary is None:
             error = await asyncio.to_thread(
@@ -204,7 +203,7 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
 
     Event payload: ``{"status": "committed", "index", "summary"}``, or
     ``{"status": "error", "index", "message"}`` when the job ended without it. With
-    ``max_failed_ratio`` (the microbatch sensor's) it ends the task instead: success
+    ``end_from_trigger`` (the microbatch sensor's) it ends the task instead: success
     with the judged manifest, or failure.
     """
 
@@ -218,7 +217,8 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
         rayorch_conn_id: str = RayOrchHook.default_conn_name,
         address: str | None = None,
         poll_interval: float = 5.0,
-        max_failed_ratio: float | None = None,
+        max_failed_ratio: float = 0.0,
+        end_from_trigger: bool = False,
     ) -> None:
         super().__init__()
         if not run_id or not run_store:
@@ -232,7 +232,8 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
         self.rayorch_conn_id = str(rayorch_conn_id)
         self.address = address or None
         self.poll_interval = _positive("poll_interval", poll_interval)
-        self.max_failed_ratio = _ratio(max_failed_ratio)
+        self.max_failed_ratio = float(max_failed_ratio)
+        self.end_from_trigger = bool(end_from_trigger)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -246,11 +247,12 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
                 "address": self.address,
                 "poll_interval": self.poll_interval,
                 "max_failed_ratio": self.max_failed_ratio,
+                "end_from_trigger": self.end_from_trigger,
             },
         )
 
     def _committed(self, manifest: dict[str, Any]) -> TriggerEvent:
-        if self.max_failed_ratio is None:
+        if not self.end_from_trigger:
             return TriggerEvent({"status": "committed", "index": self.index, "summary": manifest})
         return judged_end(
             manifest,
@@ -260,7 +262,7 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
         )
 
     def _not_committed(self, message: str) -> TriggerEvent:
-        if self.max_failed_ratio is None:
+        if not self.end_from_trigger:
             return TriggerEvent({"status": "error", "index": self.index, "message": message})
         return failed_end(message, log=self.log)
 

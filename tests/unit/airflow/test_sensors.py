@@ -8,6 +8,7 @@ from airflow.sdk.exceptions import TaskDeferred
 
 from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded, RayOrchJobFailed
 from airflow_provider_rayorch.rayorch.store import RunStore
+from airflow_provider_rayorch.sensors import rayorch as sensors
 from airflow_provider_rayorch.sensors.rayorch import (
     MICROBATCH_MAP_INDEX_TEMPLATE,
     RayOrchMicrobatchSensor,
@@ -77,7 +78,7 @@ def test_job_ending_without_the_manifest_fails(tmp_path) -> None:
 
 
 def test_deferrable_defers_until_commit_then_completes(tmp_path) -> None:
-    sensor = _sensor(tmp_path, deferrable=True, job_id="j")
+    sensor = _sensor(tmp_path, deferrable=True, job_id="j", end_from_trigger=True)
     ctx, _ = _ctx()
     with pytest.raises(TaskDeferred) as deferred:
         sensor.execute(ctx)
@@ -85,7 +86,7 @@ def test_deferrable_defers_until_commit_then_completes(tmp_path) -> None:
     assert isinstance(trigger, RayOrchMicrobatchTrigger)
     assert (trigger.index, trigger.job_id) == (1, "j")
     # the trigger judges with the sensor's bar and ends the task itself
-    assert trigger.max_failed_ratio == sensor.max_failed_ratio
+    assert (trigger.max_failed_ratio, trigger.end_from_trigger) == (sensor.max_failed_ratio, True)
     event = {"status": "committed", "index": 1, "summary": _summary()}
     assert sensor.execute_complete(ctx, event)["state"] == "success"
     with pytest.raises(RayOrchJobFailed, match="ended"):
@@ -126,9 +127,57 @@ def test_run_sensor_judges_the_run(tmp_path) -> None:
 def test_deferred_run_sensor_hands_its_bar_to_the_trigger(tmp_path) -> None:
     """The run sensor's trigger ends the task itself, judged with the sensor's bar."""
     sensor = RayOrchRunSensor(
-        task_id="run", run_id="r", run_store=str(tmp_path), job_id="j", max_failed_ratio=0.25
+        task_id="run",
+        run_id="r",
+        run_store=str(tmp_path),
+        job_id="j",
+        max_failed_ratio=0.25,
+        end_from_trigger=True,
     )
     sensor.__dict__["hook"] = mock.MagicMock(**{"get_job_status.return_value": "RUNNING"})
     with pytest.raises(TaskDeferred) as deferred:
         sensor.execute(_ctx()[0])
-    assert deferred.value.trigger.max_failed_ratio == 0.25
+    trigger = deferred.value.trigger
+    assert (trigger.max_failed_ratio, trigger.end_from_trigger) == (0.25, True)
+
+
+def test_sensors_can_resume_on_a_worker_instead(tmp_path) -> None:
+    sensor = _sensor(tmp_path, deferrable=True, job_id="j", end_from_trigger=False)
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute(_ctx()[0])
+    assert deferred.value.trigger.end_from_trigger is False
+
+
+def test_dag_test_resuming_an_ended_task_judges_the_store_again(tmp_path) -> None:
+    """``dag.test()`` resumes a task its trigger ended, with the end state as the event
+    (Airflow 3.3 applies no task-end event there): the sensors judge the store again."""
+    sensor, ctx = _sensor(tmp_path, deferrable=True), _ctx()[0]
+    with pytest.raises(RayOrchJobFailed, match="did not commit: its trigger ended the task failed"):
+        sensor.execute_complete(ctx, "failed")
+    RunStore(str(tmp_path)).commit_microbatch("r", 1, _summary())
+    assert sensor.execute_complete(ctx, "success")["state"] == "success"
+    run = RayOrchRunSensor(task_id="run", run_id="r", run_store=str(tmp_path), job_id="j")
+    with pytest.raises(RayOrchJobFailed, match="no run manifest: its trigger ended the task"):
+        run.execute_complete(ctx, "failed")
+    RunStore(str(tmp_path)).write_run_manifest("r", _summary(failed=1))
+    with pytest.raises(RayOrchFailedRatioExceeded):
+        run.execute_complete(ctx, "failed")
+
+
+@pytest.mark.parametrize(
+    ("given", "listeners", "ends"),
+    [
+        pytest.param(None, False, True, id="default-no-listeners"),
+        pytest.param(None, True, False, id="default-beside-listeners"),
+        pytest.param(True, True, True, id="forced-on"),
+        pytest.param(False, False, False, id="forced-off"),
+    ],
+)
+def test_end_from_trigger_defaults_to_airflows_rule(
+    monkeypatch, tmp_path, given, listeners: bool, ends: bool
+) -> None:
+    """By default the sensors end in the triggerer unless listener plugins are
+    registered: Airflow refuses ``end_from_trigger=True`` beside listeners at DAG import
+    (they would not see the task end)."""
+    monkeypatch.setattr(sensors, "_no_listeners", lambda: not listeners)
+    assert _sensor(tmp_path, end_from_trigger=given).end_from_trigger is ends

@@ -215,7 +215,12 @@ def test_microbatch_trigger_with_a_bar_ends_the_task_itself(
     t, errors = _with_log(
         monkeypatch,
         RayOrchMicrobatchTrigger(
-            run_id="r", run_store=str(tmp_path), index=2, poll_interval=0.01, max_failed_ratio=0.0
+            run_id="r",
+            run_store=str(tmp_path),
+            index=2,
+            poll_interval=0.01,
+            max_failed_ratio=0.0,
+            end_from_trigger=True,
         ),
     )
     event = asyncio.run(_end(t))
@@ -249,6 +254,7 @@ def test_microbatch_trigger_with_a_bar_fails_the_task_when_the_job_ends_first(
             job_id="j",
             poll_interval=0.01,
             max_failed_ratio=0.5,
+            end_from_trigger=True,
         ),
     )
     event = asyncio.run(_end(t))
@@ -268,6 +274,7 @@ def _run_trigger(tmp_path, status: str):
         poll_interval=0.01,
         tail_logs=False,
         max_failed_ratio=0.25,
+        end_from_trigger=True,
     )
 
 
@@ -299,12 +306,11 @@ def test_job_trigger_with_a_bar_fails_without_a_run_manifest_and_records_why(
     assert RunStore(str(tmp_path)).read_job_state("r")["job_status"] == "FAILED"
 
 
-def test_triggers_serialize_the_bar() -> None:
-    job = RayOrchJobTrigger(job_id="j", run_id="r", run_store="/s", max_failed_ratio=0.1)
-    batch = RayOrchMicrobatchTrigger(run_id="r", run_store="/s", index=0, max_failed_ratio=0)
-    assert _roundtrip(job).max_failed_ratio == 0.1
-    assert _roundtrip(batch).max_failed_ratio == 0.0
-    assert (
-        _roundtrip(RayOrchMicrobatchTrigger(run_id="r", run_store="/s", index=0)).max_failed_ratio
-        is None
+def test_triggers_serialize_the_bar_and_whether_they_end_the_task() -> None:
+    job = RayOrchJobTrigger(
+        job_id="j", run_id="r", run_store="/s", max_failed_ratio=0.1, end_from_trigger=True
     )
+    assert (_roundtrip(job).max_failed_ratio, _roundtrip(job).end_from_trigger) == (0.1, True)
+    # a trigger serialized by an earlier version has neither: it fires, the task resumes
+    old = RayOrchMicrobatchTrigger(run_id="r", run_store="/s", index=0)
+    assert (_roundtrip(old).max_failed_ratio, _roundtrip(old).end_from_trigger) == (0.0, False)
