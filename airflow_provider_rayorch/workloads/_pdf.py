@@ -69,7 +69,10 @@ def open_pdf(source: object) -> Any:
             doc = pdfium.PdfDocument(data)
         except pdfium.PdfiumError as exc:
             code = int(getattr(exc, "err_code", 0) or 0)
-            raise PdfError(_ERROR_CAUSES.get(code, f"cannot open PDF: {exc}")) from exc
+            cause = _ERROR_CAUSES.get(code, f"cannot open PDF: {exc}")
+            if isinstance(data, str):  # a path: name the file (its base name) and PDFium's words
+                cause = f"{os.path.basename(data)}: {cause} ({str(exc).rstrip('.')})"
+            raise PdfError(cause) from exc
         if len(doc) == 0:
             doc.close()
             raise PdfError("empty PDF: it has no pages")

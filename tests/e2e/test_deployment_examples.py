@@ -271,7 +271,10 @@ def test_documents_example_through_the_scheduler_and_triggerer(
     xcom = lambda task, **kw: rest.xcom(dag_id, run_id, task, **kw)  # noqa: E731
     names = sorted(SAMPLE_DOCUMENTS)  # the sources glob lists files sorted
     corrupt = names.index("corrupt.pdf")
-    cause = f"doc[{corrupt}]: corrupt or not a PDF"
+    # the cause names the source, the file and PDFium's words
+    (failure,) = xcom("documents.run")["failures"]
+    cause = failure["cause"]
+    assert cause.startswith(f"doc[{corrupt}]: corrupt.pdf: corrupt or not a PDF ("), cause
     assert xcom("documents.submit") == [
         {"index": 0, "first_source": 0, "count": 2},
         {"index": 1, "first_source": 2, "count": 2},

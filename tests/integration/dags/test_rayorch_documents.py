@@ -56,19 +56,19 @@ def test_documents_dag_prepares_the_sample_pdfs(run_example) -> None:
     assert memo["page_texts"][1] == {"page": 2, "text": "", "skipped": True}
     assert squash(memo["text"]) == squash("Team memo Meeting on Friday")
 
-    # the corrupt file FAILS with a cause naming it (its source index), shown to the user
+    # the corrupt file FAILS with a cause naming it (its source index and file name, and
+    # PDFium's words), shown to the user
     index = names.index("corrupt.pdf")
     (failure,) = out["failures"]
     assert Path(failure["file"]).name == "corrupt.pdf"
     assert (failure["source"], failure["outcome"]) == (index, "failed")
-    assert failure["cause"] == f"doc[{index}]: corrupt or not a PDF"
+    cause = f"doc[{index}]: corrupt.pdf: corrupt or not a PDF ("
+    assert failure["cause"].startswith(cause), failure["cause"]
     summary = run.returned("documents.run")
     assert summary["failures"] == [
-        {"source": index, "outcome": "failed", "cause": f"doc[{index}]: corrupt or not a PDF"}
+        {"source": index, "outcome": "failed", "cause": failure["cause"]}
     ]
-    assert f"corrupt.pdf (source {index}, failed): doc[{index}]: corrupt or not a PDF" in (
-        run.stdout
-    )
+    assert f"corrupt.pdf (source {index}, failed): {cause}" in run.stdout
     for line in ("Annual report 2026", "Meeting on Friday", "(blank page: no text, skipped)"):
         assert line in run.stdout, run.stdout
 
