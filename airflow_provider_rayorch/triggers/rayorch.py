@@ -182,7 +182,13 @@ class RayOrchJobTrigger(BaseTrigger):
             return failed_end(error, log=self.log)
         # a run manifest is written by a driver that completed: its job succeeded
         summary = {**summary, "job_status": summary.get("job_status") or JobStatus.SUCCEEDED.value}
-        return judged_end(summary, self.max_failed_ratio, what=f"run {self.run_id}", log=self.log)
+        return await judged_end(
+            self.task_instance,
+            summary,
+            self.max_failed_ratio,
+            what=f"run {self.run_id}",
+            log=self.log,
+        )
 
     def _event(self, status: str, job_status: str, message: str) -> dict[str, Any]:
         return {
@@ -251,10 +257,11 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
             },
         )
 
-    def _committed(self, manifest: dict[str, Any]) -> TriggerEvent:
+    async def _committed(self, manifest: dict[str, Any]) -> TriggerEvent:
         if not self.end_from_trigger:
             return TriggerEvent({"status": "committed", "index": self.index, "summary": manifest})
-        return judged_end(
+        return await judged_end(
+            self.task_instance,
             manifest,
             self.max_failed_ratio,
             what=f"microbatch {self.index} of run {self.run_id}",
@@ -285,7 +292,7 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
         while True:
             manifest = await asyncio.to_thread(store.read_manifest, self.run_id, self.index)
             if manifest is not None:
-                yield self._committed(manifest)
+                yield await self._committed(manifest)
                 return
             if hook is not None and self.job_id is not None:
                 try:
@@ -300,7 +307,7 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
                 if status.is_terminal:
                     manifest = await asyncio.to_thread(store.read_manifest, self.run_id, self.index)
                     if manifest is not None:
-                        yield self._committed(manifest)
+                        yield await self._committed(manifest)
                     else:
                         yield self._not_committed(
                             f"Ray job {self.job_id} ended {status} before microbatch "

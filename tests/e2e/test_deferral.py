@@ -99,6 +99,13 @@ def test_sensors_whose_microbatch_commits_as_they_defer_end_in_their_first_try(
     for key in ("return_value", "rayorch_summary"):
         failed = rest.xcom(DAG_ID, run_id, TASK, key=key, map_index=0)
         assert (failed["state"], failed["sources"]["failed"]) == ("failed", 2)
+    # a downstream task pulls each summary as the dict the sensor returned
+    assert rest.wait(
+        lambda: rest.task_instances(DAG_ID, run_id)[("summary_types", -1)]["state"] in ENDED,
+        120,
+        "summary_types to end",
+    )
+    assert rest.xcom(DAG_ID, run_id, "summary_types") == ["dict"] * SENSORS, digest
     log = rest.task_log(DAG_ID, run_id, TASK, 1, 0)
     assert "failed ratio 0.500 exceeds max_failed_ratio 0.25" in log
     assert "source 0: page 0: unreadable" in log

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+from types import SimpleNamespace
 
 import pytest
 from airflow.triggers.base import TaskFailedEvent, TaskSuccessEvent
@@ -204,6 +205,23 @@ def _with_log(monkeypatch, trigger):
     return trigger, errors
 
 
+def _pushed(monkeypatch, trigger) -> list[tuple]:
+    """Run ``trigger`` as the triggerer does (with its task instance); the XComs it
+    pushes through the SDK's backend: ``(key, value, dag_id, task_id, run_id, map_index)``."""
+    from airflow.sdk.execution_time.xcom import XCom
+
+    pushed: list[tuple] = []
+
+    async def aset(key, value, *, dag_id, task_id, run_id, map_index):
+        pushed.append((key, value, dag_id, task_id, run_id, map_index))
+
+    monkeypatch.setattr(XCom, "aset", aset)
+    trigger.task_instance = SimpleNamespace(
+        dag_id="d", task_id="microbatch", run_id="manual", map_index=2
+    )
+    return pushed
+
+
 @pytest.mark.parametrize("failed", [0, 1], ids=["within-the-bar", "over-the-bar"])
 def test_microbatch_trigger_with_a_bar_ends_the_task_itself(
     monkeypatch, tmp_path, failed: int
@@ -223,19 +241,34 @@ def test_microbatch_trigger_with_a_bar_ends_the_task_itself(
             end_from_trigger=True,
         ),
     )
+    pushed = _pushed(monkeypatch, t)
     event = asyncio.run(_end(t))
+    # pushed through the XCom backend, not as the event's own xcoms (Airflow 3.3 stores
+    # those JSON-encoded twice: a downstream task would pull a string)
+    assert event.xcoms is None
+    where = ("d", "microbatch", "manual", 2)
     if failed:
         assert isinstance(event, TaskFailedEvent)
-        assert set(event.xcoms) == {"return_value", "rayorch_summary"}
-        assert event.xcoms["return_value"]["state"] == "failed"
+        judged = {**_summary(failed), "state": "failed"}
+        assert pushed == [("rayorch_summary", judged, *where), ("return_value", judged, *where)]
         assert errors == [
             "microbatch 2 of run r: failed ratio 0.250 exceeds max_failed_ratio 0.0: "
             "source 2: doc[2]: bad"
         ]
     else:
         assert isinstance(event, TaskSuccessEvent)
-        assert event.xcoms == {"return_value": {**_summary(), "state": "success"}}
+        assert pushed == [("return_value", {**_summary(), "state": "success"}, *where)]
         assert errors == []
+
+
+def test_an_ended_task_without_a_task_instance_pushes_nothing(tmp_path) -> None:
+    """``dag.test()`` runs the trigger inline with no task instance set, then resumes
+    the task, which pushes its XComs itself: the trigger pushes none."""
+    RunStore(str(tmp_path)).commit_microbatch("r", 2, _summary())
+    t = RayOrchMicrobatchTrigger(
+        run_id="r", run_store=str(tmp_path), index=2, poll_interval=0.01, end_from_trigger=True
+    )
+    assert isinstance(asyncio.run(_end(t)), TaskSuccessEvent)
 
 
 def test_microbatch_trigger_with_a_bar_fails_the_task_when_the_job_ends_first(
@@ -285,9 +318,11 @@ def test_job_trigger_with_a_bar_ends_the_run_sensor_task_with_the_summary(
     info, trigger = _run_trigger(tmp_path, "SUCCEEDED")
     monkeypatch.setattr(triggers.RayOrchHook, "aget_job_info", info)
     t, errors = _with_log(monkeypatch, trigger)
+    pushed = _pushed(monkeypatch, t)
     event = asyncio.run(_end(t))
     assert isinstance(event, TaskSuccessEvent)
-    summary = event.xcoms["return_value"]
+    [(key, summary, *_)] = pushed
+    assert key == "return_value"
     assert (summary["state"], summary["job_status"]) == ("success", "SUCCEEDED")
     assert errors == []
 
