@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import ray
 
 from ..errors import ResourceUnavailableError
+from ..program.shared_processes import process_groups
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -25,22 +27,47 @@ def needs(options: dict[str, Any]) -> dict[str, float]:
     return need
 
 
+@dataclass(frozen=True)
+class _Processes:
+    """Actor processes of one kind: a module's replicas, or one shared process."""
+
+    label: str  #: "split", or "share_process 'text' (split, recognize)"
+    count: int
+    need: dict[str, float]  #: what one of them asks Ray for
+
+
+def _processes(plan: Plan, actor_options: Callable[[int], dict[str, Any]]) -> list[_Processes]:
+    """Every kind of actor process the plan starts. A shared process holds every replica
+    of its members and asks for their sum, so it counts once."""
+    found = [
+        _Processes(m.name, m.options.replicas, needs(actor_options(m.id)))
+        for m in plan.modules
+        if m.options.share_process is None
+    ]
+    for name, members in process_groups(plan.modules).items():
+        label = f"share_process {name!r} ({', '.join(m.name for m in members)})"
+        found.append(_Processes(label, 1, needs(actor_options(members[0].id))))
+    return found
+
+
 def check_resources(
     plan: Plan, actor_options: Callable[[int], dict[str, Any]], *, wait_for_resources: bool
 ) -> None:
-    """Raise when no node could host one actor of a module, or when all pools
-    together ask for more than the whole cluster has (unless ``wait_for_resources``)."""
+    """Raise when no node could host one actor process, or when all of them together
+    ask for more than the whole cluster has (unless ``wait_for_resources``)."""
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     totals = [n.get("Resources", {}) for n in nodes]
     demand: dict[str, float] = {}
-    per_actor = {m.id: needs(actor_options(m.id)) for m in plan.modules}
-    for module in plan.modules:
-        need = per_actor[module.id]
-        for key, value in need.items():
-            demand[key] = demand.get(key, 0.0) + value * module.options.replicas
-        if need and not any(all(res.get(k, 0.0) >= v for k, v in need.items()) for res in totals):
+    processes = _processes(plan, actor_options)
+    for kind in processes:
+        for key, value in kind.need.items():
+            demand[key] = demand.get(key, 0.0) + value * kind.count
+        if kind.need and not any(
+            all(res.get(k, 0.0) >= v for k, v in kind.need.items()) for res in totals
+        ):
+            what = kind.label if " " in kind.label else f"module {kind.label!r}"
             raise ResourceUnavailableError(
-                f"module {module.name!r} asks for {need} per actor, but no node of the "
+                f"{what} asks for {kind.need} per actor, but no node of the "
                 f"cluster has that much (nodes: {_describe(totals)}); lower its "
                 "ray_options or add a node that provides them"
             )
@@ -55,11 +82,7 @@ def check_resources(
             f"{k}: {want:g} wanted, {have:g} in the cluster"
             for k, (want, have) in sorted(short.items())
         )
-        pools = "; ".join(
-            f"{m.name} {m.options.replicas} x {per_actor[m.id]}"
-            for m in plan.modules
-            if per_actor[m.id]
-        )
+        pools = "; ".join(f"{p.label} {p.count} x {p.need}" for p in processes if p.need)
         raise ResourceUnavailableError(
             f"the actor pools together need more than the cluster has ({listing}; "
             f"pools: {pools}). Lower replicas or per-actor resources, or pass "
