@@ -65,21 +65,30 @@ class Assemble:
 class TextDocPipeline(ro.Pipeline):
     """doc -> pages -> recognized pages -> one record per doc.
 
-    With ``read_files=True`` a source row is the path of a text file instead.
+    With ``read_files=True`` a source row is the path of a text file instead. With
+    ``share_process="name"`` the three light stages run in one actor process (a cold
+    run starts one process instead of four; docs/engine-api.md, ``share_process``).
     """
 
-    def __init__(self, replicas: int = 2, delay_s: float = 0.0, read_files: bool = False) -> None:
+    def __init__(
+        self,
+        replicas: int = 2,
+        delay_s: float = 0.0,
+        read_files: bool = False,
+        share_process: str | None = None,
+    ) -> None:
+        light = {"num_cpus": 0.25, "share_process": share_process}
         self.split = (
             ro.RayModule(SplitPages)
             .pre_init(read_files=read_files)
-            .ray_options(replicas=1, batch_size=4, num_cpus=0.25)
+            .ray_options(replicas=1, batch_size=4, **light)
         )
         self.recognize = (
             ro.RayModule(Recognize)
             .pre_init(delay_s=delay_s)
-            .ray_options(replicas=replicas, batch_size=8, num_cpus=0.25)
+            .ray_options(replicas=replicas, batch_size=8, **light)
         )
-        self.assemble = ro.RayModule(Assemble).ray_options(replicas=1, batch_size=4, num_cpus=0.25)
+        self.assemble = ro.RayModule(Assemble).ray_options(replicas=1, batch_size=4, **light)
 
     def forward(self, doc: ro.Port) -> ro.Port:
         pages = ro.F.expand(self.split(doc), domain="page")

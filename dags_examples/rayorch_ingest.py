@@ -38,7 +38,8 @@ with DAG(
     ingest = rayorch_microbatch_group(
         "ingest",
         pipeline="rayorch_example_pipelines:TextDocPipeline",
-        pipeline_kwargs={"read_files": True},
+        # the three light stages share one actor process: fewer process starts per run
+        pipeline_kwargs={"read_files": True, "share_process": "text"},
         sources=f"{LANDING}/*.txt",
         input_batch_size=4,
         max_active_input_batches=2,
