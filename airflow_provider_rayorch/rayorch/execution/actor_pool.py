@@ -133,13 +133,25 @@ class ActorPools:
             for key in self._spawn(self._to_start.pop(0)):
                 self.starting[self.actors[key].ready.remote()] = key
 
+    def _waiting(self, refs: list[Any] | None) -> list[Any]:
+        """What to wait on: every actor starting (``refs`` None), or every actor
+        starting of the pools of ``refs`` that are still starting and have no actor up.
+        A pool's first actor to come up counts, whichever replica it is: with scarce
+        resources Ray may start a pool's second actor before its first."""
+        if refs is None:
+            return list(self.starting)
+        up = {self.module_of[key] for key in self.up if key in self.module_of}
+        pools = {self.module_of[self.starting[r]] for r in refs if r in self.starting} - up
+        return [ref for ref, key in self.starting.items() if self.module_of[key] in pools]
+
     def wait_started(self, timeout_s: float, refs: list[Any] | None = None) -> None:
         """Wait until the actors behind ``refs`` (default: every actor still to
-        start) are up (``ResourceUnavailableError`` after ``timeout_s``)."""
+        start), or other actors of their pools, are up (``ResourceUnavailableError``
+        after ``timeout_s``)."""
         deadline = time.monotonic() + timeout_s
         while True:
             self.start_more()
-            waiting = [r for r in (self.starting if refs is None else refs) if r in self.starting]
+            waiting = self._waiting(refs)
             if not waiting:
                 return
             now = time.monotonic()
