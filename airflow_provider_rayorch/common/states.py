@@ -7,6 +7,10 @@ UI plugin spell them the same way. Imports neither airflow nor ray.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = [
     "JOB_ID_KEY",
@@ -16,6 +20,7 @@ __all__ = [
     "RUN_STORE_KEY",
     "SUMMARY_KEY",
     "JobStatus",
+    "with_job_status",
 ]
 
 RUN_ID_KEY = "rayorch_run_id"
@@ -61,3 +66,9 @@ class JobStatus(StrEnum):
         except ValueError:
             known = ", ".join(s.value for s in cls)
             raise ValueError(f"unknown Ray job status {value!r} (known: {known})") from None
+
+
+def with_job_status(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """A run summary with its ``job_status``: a run manifest is written by a driver that
+    completed, so its job SUCCEEDED unless the manifest says otherwise."""
+    return {**summary, "job_status": summary.get("job_status") or JobStatus.SUCCEEDED.value}

@@ -12,7 +12,7 @@ from airflow_provider_rayorch.common.liveness import record_ended_without_manife
 from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.ratio import judge_summary
 from airflow_provider_rayorch.common.repair import RepairMode, should_repair
-from airflow_provider_rayorch.common.states import SUMMARY_KEY, JobStatus
+from airflow_provider_rayorch.common.states import SUMMARY_KEY, JobStatus, with_job_status
 from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded, RayOrchJobFailed
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger, RayOrchMicrobatchTrigger
@@ -411,30 +411,28 @@ class RayOrchRunSensor(_RunStoreSensor):
         summary = self._summary()
         if summary is None:
             raise RayOrchJobFailed(f"run {self.run_id} ended without a run manifest")
-        # a run manifest is written by a driver that completed: its job succeeded
-        return {**summary, "job_status": summary.get("job_status") or JobStatus.SUCCEEDED.value}
+        return with_job_status(summary)
 
     def execute_complete(
         self, context: Context, event: Mapping[str, Any] | str | None = None
     ) -> Any:
         """Resume on the trigger's event (``end_from_trigger=False``, or a trigger
         serialized by an earlier version of the provider)."""
+        summary = self._summary()
         if isinstance(event, str):  # dag.test() resumes a task its trigger ended
-            if self._summary() is None:
+            if summary is None:
                 raise RayOrchJobFailed(
                     f"run {self.run_id} has no run manifest: its trigger ended the task "
                     f"{event} (its log above says why)"
                 )
-            return judge(self._result(), self.max_failed_ratio, context)
+            return judge(with_job_status(summary), self.max_failed_ratio, context)
         if not event or "status" not in event:
             raise RayOrchJobFailed(f"unexpected trigger event {event!r}")
-        summary = self._summary()
         if summary is None:
             raise self._ended_without_manifest(
                 str(event.get("job_id")), str(event.get("job_status")), str(event.get("message"))
             )
-        summary = {**summary, "job_status": summary.get("job_status") or JobStatus.SUCCEEDED.value}
-        return judge(summary, self.max_failed_ratio, context)
+        return judge(with_job_status(summary), self.max_failed_ratio, context)
 
 
 def _rewrite_run_manifest(store: RunStore, run_id: str, max_failed_ratio: float) -> None:

@@ -24,7 +24,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from airflow_provider_rayorch.common.liveness import record_ended_without_manifest, record_running
 from airflow_provider_rayorch.common.polling import RETRY_BUDGET, acall_with_retries
 from airflow_provider_rayorch.common.progress import relay_line
-from airflow_provider_rayorch.common.states import JobStatus
+from airflow_provider_rayorch.common.states import JobStatus, with_job_status
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
 from airflow_provider_rayorch.triggers._task_end import failed_end, judged_end
@@ -180,11 +180,9 @@ class RayOrchJobTrigger(BaseTrigger):
                 log=self.log,
             )
             return failed_end(error, log=self.log)
-        # a run manifest is written by a driver that completed: its job succeeded
-        summary = {**summary, "job_status": summary.get("job_status") or JobStatus.SUCCEEDED.value}
         return await judged_end(
             self.task_instance,
-            summary,
+            with_job_status(summary),
             self.max_failed_ratio,
             what=f"run {self.run_id}",
             log=self.log,
