@@ -15,8 +15,8 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from airflow_provider_rayorch.rayorch.store import RunStore, read_summary_outputs
 from airflow_provider_rayorch.reports import report_uri
+from airflow_provider_rayorch.runs.store import RunStore, read_summary_outputs
 
 __all__ = ["clip_records", "examples_output", "publish_documents", "run_paths"]
 

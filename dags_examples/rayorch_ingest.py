@@ -56,7 +56,7 @@ with DAG(
     @task(outlets=[PREPARED])
     def report(summary: dict[str, Any]) -> dict[str, int]:
         """Read the committed outputs of the run back from the run store."""
-        from airflow_provider_rayorch.rayorch.store import read_summary_outputs
+        from airflow_provider_rayorch.runs.store import read_summary_outputs
 
         rows = read_summary_outputs(summary) if summary["sources"]["total"] else []
         present = [r["value"] for r in rows if r["outcome"] == "present"]

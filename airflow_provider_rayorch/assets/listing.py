@@ -12,7 +12,7 @@ import os
 import pyarrow.fs as pafs
 
 from airflow_provider_rayorch.assets.watch_state import ListedFile, has_glob_pattern
-from airflow_provider_rayorch.rayorch.store import _GLOB_CHARS, _glob_regex, _split_uri
+from airflow_provider_rayorch.runs.store import _GLOB_CHARS, _glob_regex, _split_uri
 
 __all__ = ["ListedFile", "list_files"]
 

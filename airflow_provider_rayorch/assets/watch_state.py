@@ -30,7 +30,7 @@ __all__ = [
 EMITTED_KEY = "rayorch_emitted_files"
 COMMITTED_KEY = "rayorch_committed_files"
 
-#: The run store's glob characters (``airflow_provider_rayorch.rayorch.store``).
+#: The run store's glob characters (``airflow_provider_rayorch.runs.store``).
 GLOB_CHARS = "*?["
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_rayorch.common.states import JobStatus
 
 if TYPE_CHECKING:
-    from airflow_provider_rayorch.rayorch.store import RunStore
+    from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = ["BEAT_EVERY", "record_ended_without_manifest", "record_running"]
 
@@ -37,7 +37,7 @@ def _fresh(record: dict[str, Any] | None, now: datetime) -> bool:
 
 def _read(store: RunStore, run_id: str) -> dict[str, Any] | None:
     """The record, or None when it is damaged (then a new one replaces it)."""
-    from airflow_provider_rayorch.rayorch.store import StoreError
+    from airflow_provider_rayorch.runs.store import StoreError
 
     try:
         return store.read_job_state(run_id)

@@ -6,8 +6,9 @@ UI plugin spell them the same way. Imports neither airflow nor ray.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
+
+from airflow_provider_rayorch.runs.job_status import JobStatus
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -31,41 +32,6 @@ SUMMARY_KEY = "rayorch_summary"
 #: True when the task's Ray job ran on a loopback head the provider started (its
 #: dashboard goes away with the head's teardown).
 LOCAL_HEAD_KEY = "rayorch_local_head"
-
-
-class JobStatus(StrEnum):
-    """A Ray job's status (Ray's own five values) plus ``NOT_STARTED``, the provider's
-    word for a run whose job was never submitted or never accepted."""
-
-    PENDING = "PENDING"
-    RUNNING = "RUNNING"
-    STOPPED = "STOPPED"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    NOT_STARTED = "NOT_STARTED"
-    #: The cluster does not know the job (never accepted, or the head was replaced).
-    MISSING = "MISSING"
-
-    @property
-    def is_active(self) -> bool:
-        """The job may still make progress."""
-        return self in (JobStatus.PENDING, JobStatus.RUNNING)
-
-    @property
-    def is_terminal(self) -> bool:
-        """The job ended (or never will start): nothing more will be committed by it."""
-        return not self.is_active
-
-    @classmethod
-    def parse(cls, value: object) -> JobStatus:
-        """A status from Ray's reply (a string or Ray's own enum); unknown values raise
-        ``ValueError`` naming them."""
-        text = str(getattr(value, "value", value)).upper()
-        try:
-            return cls(text)
-        except ValueError:
-            known = ", ".join(s.value for s in cls)
-            raise ValueError(f"unknown Ray job status {value!r} (known: {known})") from None
 
 
 def with_job_status(summary: Mapping[str, Any]) -> dict[str, Any]:

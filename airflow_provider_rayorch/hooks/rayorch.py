@@ -35,7 +35,7 @@ from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.hooks.jobs_api import Contact, JobsApi, TokenChoice
 
 if TYPE_CHECKING:
-    from airflow_provider_rayorch.rayorch.store import RunStore
+    from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = ["ACTIVE_STATES", "TERMINAL_STATES", "RayOrchHook", "RayOrchSettings"]
 
@@ -240,7 +240,7 @@ class RayOrchHook(BaseHook):
         return self.settings.run_store
 
     def run_store(self) -> RunStore:
-        from airflow_provider_rayorch.rayorch.store import RunStore
+        from airflow_provider_rayorch.runs.store import RunStore
 
         return RunStore(self.settings.run_store)
 

@@ -149,7 +149,7 @@ def compile_plan(
     provider's loopback head), so no ``runtime_env`` advice is given."""
     import importlib
 
-    from airflow_provider_rayorch.rayorch.driver import EXIT_IMPORT, DriverError, import_factory
+    from airflow_provider_rayorch.runs.driver import EXIT_IMPORT, DriverError, import_factory
 
     try:
         factory = import_factory(spec)
@@ -182,7 +182,7 @@ def resolve_sources(
     """``(rows, n_columns)``: a list as given, a glob URI expanded through
     ``pyarrow.fs``, or a mapping of equally long columns (in ``forward``'s order)
     turned into rows of one value per column."""
-    from airflow_provider_rayorch.rayorch.store import glob_uris
+    from airflow_provider_rayorch.runs.store import glob_uris
 
     if isinstance(sources, str):
         after = _as_datetime(modified_after)
@@ -249,7 +249,7 @@ def prepare_plan(
     """
     import json
 
-    from airflow_provider_rayorch.rayorch.store import PlanRecord
+    from airflow_provider_rayorch.runs.store import PlanRecord
 
     try:
         json.dumps(sources)

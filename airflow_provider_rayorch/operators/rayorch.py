@@ -51,11 +51,11 @@ if TYPE_CHECKING:
 
     from airflow.sdk import Context
 
-    from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore
+    from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 __all__ = ["JOB_ID_KEY", "RUN_ID_KEY", "RUN_STORE_KEY", "SUMMARY_KEY", "RayOrchOperator"]
 
-DRIVER_MODULE = "airflow_provider_rayorch.rayorch.driver"
+DRIVER_MODULE = "airflow_provider_rayorch.job"
 
 
 def embedded_ray_env(base: Mapping[str, str], token_dir: str) -> dict[str, str]:
@@ -75,7 +75,7 @@ def embedded_ray_env(base: Mapping[str, str], token_dir: str) -> dict[str, str]:
 
 
 def _driver_exit_error(code: int, message: str) -> Exception:
-    from airflow_provider_rayorch.rayorch import driver
+    from airflow_provider_rayorch.runs import driver
 
     if code == driver.EXIT_IMPORT:
         return RayOrchPipelineNotImportable(message)
@@ -251,7 +251,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         return RayOrchHook(self.rayorch_conn_id, address=self.ray_address, answered_before=True)
 
     def _store(self) -> RunStore:
-        from airflow_provider_rayorch.rayorch.store import RunStore
+        from airflow_provider_rayorch.runs.store import RunStore
 
         return RunStore(self.run_store or self.hook.run_store_uri)
 

@@ -29,7 +29,6 @@ _READ_TI = Depends(requires_access_dag("GET", DagAccessEntity.TASK_INSTANCE))
 def report_html(ref: resolve.RunRef) -> str | None:
     """The stored report of a run showing the run's state as of now, else (none stored,
     or a repair came after it) one rendered now from the run store alone."""
-    from airflow_provider_rayorch.rayorch.store import RunStore
     from airflow_provider_rayorch.reports import (
         read_run_report,
         read_run_state,
@@ -37,6 +36,7 @@ def report_html(ref: resolve.RunRef) -> str | None:
         report_outdated,
         restate_report,
     )
+    from airflow_provider_rayorch.runs.store import RunStore
 
     store = RunStore(ref.store_uri)
     # a repair since the driver's report: render the repaired state from the store
@@ -52,8 +52,8 @@ def report_html(ref: resolve.RunRef) -> str | None:
 
 def _state(run: resolve.TaskRun) -> RunState:
     """The run's state for the lists (see ``reports.state`` for the rule)."""
-    from airflow_provider_rayorch.rayorch.store import RunStore
     from airflow_provider_rayorch.reports import RunState, read_run_state
+    from airflow_provider_rayorch.runs.store import RunStore
 
     try:
         return read_run_state(RunStore(run.store_uri), run.rayorch_run_id)

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from airflow_provider_rayorch.rayorch.attempts import read_repairs
 from airflow_provider_rayorch.rayorch.summary import summary_state
+from airflow_provider_rayorch.runs.attempts import read_repairs
 
 from .history import AttemptRow, attempt_rows
 from .state import (
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from datetime import datetime
 
-    from airflow_provider_rayorch.rayorch.store import RunStore
+    from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = ["MAX_SOURCE_ROWS", "MicrobatchView", "RunView", "apply_state", "load_run"]
 

@@ -1,8 +1,8 @@
 """A repaired run's attempt history, as the report and the plugin pages show it.
 
 Read from the run store: each microbatch manifest's ``attempts`` (written by a
-repair's commit, :mod:`airflow_provider_rayorch.rayorch.repair`) and the repair
-records ``repairs/mb-N.json`` (:mod:`airflow_provider_rayorch.rayorch.attempts`),
+repair's commit, :mod:`airflow_provider_rayorch.runs.repair`) and the repair
+records ``repairs/mb-N.json`` (:mod:`airflow_provider_rayorch.runs.attempts`),
 which also name the repairs that were refused, failed or still run.
 """
 

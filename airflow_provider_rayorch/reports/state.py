@@ -27,15 +27,15 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.fs as pafs
 
 from airflow_provider_rayorch.common.states import JobStatus
-from airflow_provider_rayorch.rayorch.store import StoreError
 from airflow_provider_rayorch.rayorch.summary import summary_state
+from airflow_provider_rayorch.runs.store import StoreError
 
 from .history import attempt_rows, repairs_note, stale_run_manifest
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from airflow_provider_rayorch.rayorch.store import RunStore
+    from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = [
     "STALE_AFTER",
@@ -204,7 +204,7 @@ def current_manifest_state(
 def read_run_state(store: RunStore, run_id: str, *, now: datetime | None = None) -> RunState:
     """The state of one run, from its run manifest, job-state record, plan and manifests;
     a repaired run's message names its repairs."""
-    from airflow_provider_rayorch.rayorch.attempts import read_repairs
+    from airflow_provider_rayorch.runs.attempts import read_repairs
 
     manifest = store.read_run_manifest(run_id)
     plan = store.read_plan(run_id)

@@ -15,7 +15,7 @@ from ._html import render_page
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from airflow_provider_rayorch.rayorch.store import RunStore
+    from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = [
     "REPORT_NAME",

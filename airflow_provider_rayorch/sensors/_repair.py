@@ -21,7 +21,7 @@ from airflow_provider_rayorch.exceptions import (
     RayOrchPipelineNotImportable,
     RayOrchPlanChanged,
 )
-from airflow_provider_rayorch.rayorch.attempts import (
+from airflow_provider_rayorch.runs.attempts import (
     REPAIR_ACTIVE,
     RepairLease,
     read_repairs,
@@ -32,15 +32,15 @@ if TYPE_CHECKING:
     import logging
 
     from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
-    from airflow_provider_rayorch.rayorch.store import RunStore
+    from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = ["DRIVER_MODULE", "MicrobatchRepair", "repairs_pending"]
 
-DRIVER_MODULE = "airflow_provider_rayorch.rayorch.driver"
+DRIVER_MODULE = "airflow_provider_rayorch.job"
 
 
 def _driver_error(code: int, message: str) -> Exception:
-    from airflow_provider_rayorch.rayorch import driver
+    from airflow_provider_rayorch.runs import driver
 
     kinds: dict[int, type[Exception]] = {
         driver.EXIT_IMPORT: RayOrchPipelineNotImportable,

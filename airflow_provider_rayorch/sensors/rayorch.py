@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from airflow.sdk import Context
 
-    from airflow_provider_rayorch.rayorch.store import RunStore
+    from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = ["MICROBATCH_MAP_INDEX_TEMPLATE", "RayOrchMicrobatchSensor", "RayOrchRunSensor"]
 
@@ -118,7 +118,7 @@ class _RunStoreSensor(BaseSensorOperator):
         return RayOrchHook(self.rayorch_conn_id, address=self.ray_address)
 
     def _store(self) -> RunStore:
-        from airflow_provider_rayorch.rayorch.store import RunStore
+        from airflow_provider_rayorch.runs.store import RunStore
 
         return RunStore(self.run_store)
 
@@ -349,7 +349,7 @@ class RayOrchRunSensor(_RunStoreSensor):
     def _repaired_run(self) -> bool:
         """The run has repair records and its first job wrote a run manifest: the
         first job's id (maybe on a head that is gone) no longer matters."""
-        from airflow_provider_rayorch.rayorch.attempts import read_repairs
+        from airflow_provider_rayorch.runs.attempts import read_repairs
 
         store = self._store()
         return bool(read_repairs(store, self.run_id)) and self._summary() is not None
@@ -439,8 +439,8 @@ def _rewrite_run_manifest(store: RunStore, run_id: str, max_failed_ratio: float)
     """The run task alone writes a repaired run's manifest: the sum of today's
     microbatch manifests, with the run store's repair records under ``repairs``."""
     from airflow_provider_rayorch.rayorch import summary as summaries
-    from airflow_provider_rayorch.rayorch.attempts import read_repairs
-    from airflow_provider_rayorch.rayorch.store import sanitize_message
+    from airflow_provider_rayorch.runs.attempts import read_repairs
+    from airflow_provider_rayorch.runs.store import sanitize_message
 
     old = store.read_run_manifest(run_id) or {}
     result = summaries.run_summary(

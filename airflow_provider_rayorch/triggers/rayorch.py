@@ -40,9 +40,7 @@ MAX_POLL_ERRORS = RETRY_BUDGET.retries
 
 async def _load_store_class() -> Any:
     """Import heavy modules (pyarrow) off the event loop, then return RunStore."""
-    module = await asyncio.to_thread(
-        importlib.import_module, "airflow_provider_rayorch.rayorch.store"
-    )
+    module = await asyncio.to_thread(importlib.import_module, "airflow_provider_rayorch.runs.store")
     return module.RunStore
 
 

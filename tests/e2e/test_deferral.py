@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from e2e_runs import failure_digest, start_runs
 
-from airflow_provider_rayorch.rayorch.store import RunStore
+from airflow_provider_rayorch.runs.store import RunStore
 
 if TYPE_CHECKING:
     from deployment import Deployment

@@ -19,7 +19,7 @@ import pytest
 from e2e_helpers import EXAMPLES, closed_port, wait_for
 from e2e_runs import all_task_logs, assert_no_secret, failure_digest, finish_run, start_runs
 
-from airflow_provider_rayorch.rayorch.store import RunStore
+from airflow_provider_rayorch.runs.store import RunStore
 
 if TYPE_CHECKING:
     from pathlib import Path

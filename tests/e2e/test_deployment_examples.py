@@ -30,7 +30,7 @@ from e2e_runs import (
     start_runs,
 )
 
-from airflow_provider_rayorch.rayorch.store import RunStore, read_summary_outputs
+from airflow_provider_rayorch.runs.store import RunStore, read_summary_outputs
 from airflow_provider_rayorch.workloads.samples import SAMPLE_DOCUMENTS, SAMPLE_VIDEOS
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from e2e_helpers import ROOT
 from e2e_runs import failure_digest
 from ui_shots import Shots, report_path, run_path, shots_fixture  # noqa: F401 (a fixture)
 
-from airflow_provider_rayorch.rayorch.store import read_summary_outputs
+from airflow_provider_rayorch.runs.store import read_summary_outputs
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -19,9 +19,9 @@ import pytest
 import ray
 
 import airflow_provider_rayorch.rayorch as ro
-from airflow_provider_rayorch.rayorch import driver
 from airflow_provider_rayorch.rayorch.execution.ray_backend import RayBackend
-from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore
+from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 from . import fault_udfs as fu
 from .udfs import Owner
@@ -452,7 +452,7 @@ def driver_argv(store: RunStore) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "airflow_provider_rayorch.rayorch.driver",
+        "airflow_provider_rayorch.job",
         "--run-store",
         store.uri,
         "--run-id",

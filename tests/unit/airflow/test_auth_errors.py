@@ -13,7 +13,7 @@ from structlog.testing import capture_logs
 
 from airflow_provider_rayorch.exceptions import RayOrchAuthError
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
-from airflow_provider_rayorch.rayorch.store import RunStore
+from airflow_provider_rayorch.runs.store import RunStore
 
 pytestmark = pytest.mark.timeout(60)
 

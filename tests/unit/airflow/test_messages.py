@@ -13,7 +13,7 @@ from airflow_provider_rayorch.exceptions import (
     RayOrchPipelineNotImportable,
 )
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
-from airflow_provider_rayorch.rayorch.store import RunStore
+from airflow_provider_rayorch.runs.store import RunStore
 from airflow_provider_rayorch.sensors.rayorch import RayOrchRunSensor
 
 pytestmark = pytest.mark.timeout(60)

@@ -17,8 +17,8 @@ from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
 from airflow_provider_rayorch.operators import _common
 from airflow_provider_rayorch.operators.microbatch import RayOrchSubmitOperator
 from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
-from airflow_provider_rayorch.rayorch import driver
-from airflow_provider_rayorch.rayorch.store import RunStore
+from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs.store import RunStore
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger
 
 pytestmark = pytest.mark.timeout(60)

@@ -16,8 +16,8 @@ from unittest import mock
 import pytest
 
 from airflow_provider_rayorch.common import polling
-from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore
 from airflow_provider_rayorch.reports import read_run_state
+from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 from airflow_provider_rayorch.sensors import rayorch as sensors
 from airflow_provider_rayorch.sensors.rayorch import RayOrchMicrobatchSensor, RayOrchRunSensor
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger, RayOrchMicrobatchTrigger

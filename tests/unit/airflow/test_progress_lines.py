@@ -9,8 +9,8 @@ from unittest import mock
 import pytest
 from structlog.testing import capture_logs
 
-from airflow_provider_rayorch.rayorch import driver
-from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore
+from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from airflow_provider_rayorch.rayorch import driver
+from airflow_provider_rayorch import job
 from airflow_provider_rayorch.rayorch.errors import DriverError
-from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore
+from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -51,7 +52,7 @@ def _first_run_with_failures(tmp_path: Path) -> tuple[RunStore, Path]:
     store, state = _plan(tmp_path)
     (state / "fail-1").touch()  # a page of source 1 fails: source 1 SUPPRESSED
     (state / "fail-root-4").touch()  # source 4 itself FAILS
-    summary = driver.run_plan(store, "run")
+    summary = driver.run_plan(store, "run", report=job.write_report)
     assert summary["sources"]["present"] == 4
     (state / "calls.log").unlink()
     return store, state
@@ -147,7 +148,7 @@ def test_the_stored_report_shows_the_repair_not_the_first_attempt(tmp_path: Path
     assert 'id="attempts-table"' not in first
     os.remove(state / "fail-1")
 
-    driver.repair_plan(store, "run", "0")
+    driver.repair_plan(store, "run", "0", report=job.write_report)
 
     html = read_run_report(store, "run")
     assert html is not None

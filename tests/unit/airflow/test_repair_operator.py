@@ -20,7 +20,7 @@ from airflow_provider_rayorch.common.repair import (
 from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded
 from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
 from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
-from airflow_provider_rayorch.rayorch import driver
+from airflow_provider_rayorch.runs import driver
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -7,7 +7,7 @@ import pytest
 from airflow.sdk.exceptions import TaskDeferred
 
 from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded, RayOrchJobFailed
-from airflow_provider_rayorch.rayorch.store import RunStore
+from airflow_provider_rayorch.runs.store import RunStore
 from airflow_provider_rayorch.sensors import rayorch as sensors
 from airflow_provider_rayorch.sensors.rayorch import (
     MICROBATCH_MAP_INDEX_TEMPLATE,

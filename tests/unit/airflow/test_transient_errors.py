@@ -8,7 +8,7 @@ from unittest import mock
 import pytest
 
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
-from airflow_provider_rayorch.rayorch.store import RunStore
+from airflow_provider_rayorch.runs.store import RunStore
 from airflow_provider_rayorch.sensors.rayorch import RayOrchRunSensor
 
 pytestmark = pytest.mark.timeout(60)

@@ -8,7 +8,7 @@ import pytest
 from airflow.triggers.base import TaskFailedEvent, TaskSuccessEvent
 
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
-from airflow_provider_rayorch.rayorch.store import RunStore
+from airflow_provider_rayorch.runs.store import RunStore
 from airflow_provider_rayorch.triggers import rayorch as triggers
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger, RayOrchMicrobatchTrigger
 

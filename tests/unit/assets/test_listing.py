@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from airflow_provider_rayorch.assets.listing import ListedFile, list_files
-from airflow_provider_rayorch.rayorch.store import glob_uris
+from airflow_provider_rayorch.runs.store import glob_uris
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 import airflow_provider_rayorch.rayorch as ro
-from airflow_provider_rayorch.rayorch import driver, errors, store
+from airflow_provider_rayorch.rayorch import errors
+from airflow_provider_rayorch.runs import driver, store
 
 
 def engine_exceptions() -> dict[str, type[BaseException]]:

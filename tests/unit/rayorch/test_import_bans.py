@@ -205,6 +205,57 @@ def test_the_static_checks_can_fail() -> None:
     assert "airflow" not in modules
 
 
+def _package_imports(folder: Path, package: str) -> list[tuple[str, int, str]]:
+    """(file, line, module) of every run-time import of this package's modules in ``folder``."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        rel = path.relative_to(ENGINE.parent.parent).with_suffix("")
+        for line, module in source_imports(path.read_text(), ".".join(rel.parts[:-1])):
+            if module.startswith("airflow_provider_rayorch"):
+                found.append((str(path.relative_to(folder)), line, module))
+    return found
+
+
+#: the package root's version, the one name the engine takes from above (the root is light)
+ROOT_VERSION = ("airflow_provider_rayorch", "airflow_provider_rayorch.__version__")
+
+
+def test_the_engine_imports_nothing_outside_itself() -> None:
+    """The run layer, the Airflow layer and the reports sit above the engine: the
+    engine (lazy imports included) reaches none of them."""
+    bad = [
+        f"{name}:{line}: {module}"
+        for name, line, module in _package_imports(ENGINE, PACKAGE)
+        if module not in ROOT_VERSION and module != PACKAGE and not module.startswith(f"{PACKAGE}.")
+    ]
+    assert not bad, "the engine imports from outside itself:\n" + "\n".join(bad)
+
+
+def test_the_run_layer_imports_only_the_engine_and_itself() -> None:
+    """``runs/`` never imports airflow, the Airflow layer or the report renderer."""
+    runs = ENGINE.parent / "runs"
+    allowed = (PACKAGE, "airflow_provider_rayorch.runs")
+    bad = [
+        f"{name}:{line}: {module}"
+        for name, line, module in _package_imports(runs, "airflow_provider_rayorch.runs")
+        if not module.startswith(allowed)
+    ]
+    third_party = [
+        f"{path.name}:{line}: {module}"
+        for path in sorted(runs.rglob("*.py"))
+        for line, module in source_imports(path.read_text(), "airflow_provider_rayorch.runs")
+        if module.split(".")[0] == "airflow"
+    ]
+    assert not bad + third_party, "the run layer imports upward:\n" + "\n".join(bad + third_party)
+
+
+def test_the_layer_checks_can_fail() -> None:
+    """A lazy upward import inside a function is seen."""
+    source = "def f():\n    from airflow_provider_rayorch.reports import writer\n"
+    modules = [m for _, m in source_imports(source, f"{PACKAGE}.runtime")]
+    assert "airflow_provider_rayorch.reports.writer" in modules
+
+
 def test_a_pool_actor_imports_the_worker_side_only() -> None:
     """What every actor imports at start (``ray_worker``, by the pickled class) leaves
     the compiler, the core, the driver and the store unloaded: they load on first use
@@ -225,11 +276,10 @@ def test_a_pool_actor_imports_the_worker_side_only() -> None:
             "program.module",
             "program.pipeline",
             "program.compiler",
-            "store",
-            "driver",
         )
     }
     assert loaded & driver_side == set()
+    assert not any(m.startswith("airflow_provider_rayorch.runs") for m in loaded)
 
 
 def test_the_package_roots_names_load_on_first_use() -> None:

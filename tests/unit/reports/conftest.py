@@ -11,8 +11,8 @@ os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="rayorch-unit-airf
 
 import pytest
 
-from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore
 from airflow_provider_rayorch.rayorch.summary import microbatch_summary, run_summary
+from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 if TYPE_CHECKING:
     from pathlib import Path

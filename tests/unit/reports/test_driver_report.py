@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_rayorch.rayorch import driver
-from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore
+from airflow_provider_rayorch import job
 from airflow_provider_rayorch.reports import read_run_report
+from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 from .test_report import parse
 
@@ -43,7 +44,7 @@ def test_small_run_report_shows_microseconds_of_busy_time(tmp_path: Path) -> Non
             backend="local",
         )
     )
-    assert driver.run_plan(store, "run")["state"] == "success"
+    assert driver.run_plan(store, "run", report=job.write_report)["state"] == "success"
     html = read_run_report(store, "run")
     assert html is not None
     page = parse(html)

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from airflow_provider_rayorch.rayorch.attempts import write_repair
 from airflow_provider_rayorch.rayorch.summary import run_summary
 from airflow_provider_rayorch.reports import read_run_state, render_run_report, write_run_report
+from airflow_provider_rayorch.runs.attempts import write_repair
 
 from .conftest import RUN, make_run, make_timeline
 from .test_report import parse
@@ -18,7 +18,7 @@ from .test_report import parse
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from airflow_provider_rayorch.rayorch.store import RunStore
+    from airflow_provider_rayorch.runs.store import RunStore
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -26,7 +26,7 @@ from .test_report import parse
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from airflow_provider_rayorch.rayorch.store import RunStore
+    from airflow_provider_rayorch.runs.store import RunStore
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -2,7 +2,7 @@
 
 ::
 
-    python -m airflow_provider_rayorch.rayorch.driver --run-store URI --run-id ID
+    python -m airflow_provider_rayorch.job --run-store URI --run-id ID
 
 The driver loads the plan record, imports ``pipeline`` ("pkg.module:Factory"),
 builds and compiles it, and refuses to run (exit code 3) when the compiled
@@ -26,15 +26,14 @@ import argparse
 import importlib
 import json
 import os
-import sys
 import threading
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_rayorch.rayorch import summary as summaries
 from airflow_provider_rayorch.rayorch.errors import DriverError
-from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore, rows_of
+from airflow_provider_rayorch.runs.store import PlanRecord, RunStore, rows_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -231,21 +230,50 @@ def _commit(store: RunStore, plan: PlanRecord, mb: Any) -> dict[str, Any]:
     return manifest
 
 
-def _write_report(store: RunStore, run_id: str, executor: Any, timings: list[Any] | None) -> None:
-    """Store the run's HTML report next to its manifests (best effort, never fatal).
-    ``timings`` None: commit times from the manifests (a repair's report)."""
-    try:
-        from airflow_provider_rayorch.reports.writer import write_run_report
+class ReportWriter(Protocol):
+    """Writes a run's report into the run store; returns where it went.
 
+    The driver knows nothing of reports: its entrypoint (:mod:`airflow_provider_rayorch.job`)
+    hands one in. ``microbatches`` None: commit times come from the manifests (a repair).
+    """
+
+    def __call__(
+        self,
+        store: RunStore,
+        run_id: str,
+        timeline: list[Any],
+        calls: list[Any],
+        *,
+        microbatches: list[Any] | None,
+    ) -> str: ...
+
+
+def _write_report(
+    report: ReportWriter | None,
+    store: RunStore,
+    run_id: str,
+    executor: Any,
+    timings: list[Any] | None,
+) -> None:
+    """Store the run's report next to its manifests (best effort, never fatal)."""
+    if report is None:
+        return
+    try:
         calls = executor.call_metrics() if executor is not None else []
         timeline = executor.timeline() if executor is not None else []
-        uri = write_run_report(store, run_id, timeline, calls, microbatches=timings)
+        uri = report(store, run_id, timeline, calls, microbatches=timings)
         _emit("EVENT", {"event": "report", "uri": uri})
     except Exception as exc:  # a report must never fail a run
         _emit("EVENT", {"event": "report_failed", "error": f"{type(exc).__name__}: {exc}"})
 
 
-def run_plan(store: RunStore, run_id: str, *, address: str | None = None) -> dict[str, Any]:
+def run_plan(
+    store: RunStore,
+    run_id: str,
+    *,
+    address: str | None = None,
+    report: ReportWriter | None = None,
+) -> dict[str, Any]:
     """Run (or resume) one stored plan; returns the run lineage summary."""
     started = time.monotonic()
     plan = store.read_plan(run_id)
@@ -310,13 +338,13 @@ def run_plan(store: RunStore, run_id: str, *, address: str | None = None) -> dic
                         },
                     )
                     if time.monotonic() - last_report >= REPORT_EVERY_S:  # a live report
-                        _write_report(store, run_id, executor, timings)
+                        _write_report(report, store, run_id, executor, timings)
                         last_report = time.monotonic()
             finally:
                 ticker.stop()
     result = _write_run_manifest(store, plan, run_id, started)
     if executor is not None:
-        _write_report(store, run_id, executor, timings)
+        _write_report(report, store, run_id, executor, timings)
     _emit(
         "EVENT",
         {"event": "end", "run_id": run_id, "state": result["state"], "sources": result["sources"]},
@@ -332,9 +360,10 @@ def repair_plan(
     address: str | None = None,
     job_id: str | None = None,
     write_run_manifest: bool = False,
+    report: ReportWriter | None = None,
 ) -> list[dict[str, Any]]:
     """Repair mode (see :mod:`.repair`): ``which`` is ``"all"`` or ``"3,5"``."""
-    from airflow_provider_rayorch.rayorch.repair import repair_microbatches
+    from airflow_provider_rayorch.runs.repair import repair_microbatches
 
     started = time.monotonic()
     plan = store.read_plan(run_id)
@@ -368,12 +397,13 @@ def repair_plan(
     if write_run_manifest:
         _write_run_manifest(store, plan, run_id, started)
     if manifests:  # the stored report must show the repaired state, not the first attempt
-        _write_report(store, run_id, None, None)
+        _write_report(report, store, run_id, None, None)
     return manifests
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="airflow_provider_rayorch.rayorch.driver")
+def main(argv: Sequence[str] | None = None, *, report: ReportWriter | None = None) -> int:
+    """Parse the job's arguments and run (or repair) the stored plan; the exit code."""
+    parser = argparse.ArgumentParser(prog="airflow_provider_rayorch.job")
     parser.add_argument("--run-store", required=True, help="run store URI")
     parser.add_argument("--run-id", required=True)
     parser.add_argument("--address", default=None, help="Ray address (default: the job's)")
@@ -400,9 +430,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 address=address,
                 job_id=args.job_id,
                 write_run_manifest=args.write_run_manifest,
+                report=report,
             )
         else:
-            run_plan(RunStore(args.run_store), args.run_id, address=address)
+            run_plan(RunStore(args.run_store), args.run_id, address=address, report=report)
     except DriverError as exc:
         _emit("ERROR", {"message": str(exc), "exit_code": exc.exit_code})
         return exc.exit_code
@@ -424,7 +455,3 @@ def _write_run_manifest(
     )
     store.write_run_manifest(run_id, result)
     return result
-
-
-if __name__ == "__main__":
-    sys.exit(main())

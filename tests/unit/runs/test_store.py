@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_rayorch.rayorch.store import (
+from airflow_provider_rayorch.runs.store import (
     ENCODING_KEY,
     PlanRecord,
     RunStore,

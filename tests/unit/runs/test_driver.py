@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_rayorch.rayorch import driver
-from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore
+from airflow_provider_rayorch import job
+from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -105,7 +106,7 @@ def test_changed_plan_is_refused(tmp_path, fake_engine, monkeypatch) -> None:
     ],
 )
 def test_import_and_compile_errors(tmp_path, fake_engine, capsys, spec, code) -> None:
-    from airflow_provider_rayorch.rayorch.store import PlanRecord
+    from airflow_provider_rayorch.runs.store import PlanRecord
 
     store = RunStore(str(tmp_path))
     store.write_plan(PlanRecord(run_id="run", pipeline=spec, fingerprint="x", sources=[1]))
@@ -129,7 +130,7 @@ def test_real_engine_local_backend_with_two_source_columns(tmp_path) -> None:
         n_columns=2,
         input_batch_size=2,
     )
-    summary = driver.run_plan(store, "run")
+    summary = driver.run_plan(store, "run", report=job.write_report)
     assert summary["sources"]["present"] == 3
     assert [r["value"] for r in store.read_outputs("run")] == ["1-x", "2-y", "3-z"]
     assert store.committed("run") == frozenset({0, 1})

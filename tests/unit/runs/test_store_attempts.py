@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from airflow_provider_rayorch.rayorch.attempts import (
+from airflow_provider_rayorch.runs.attempts import (
     RepairLease,
     read_repair,
     read_repairs,
     write_repair,
 )
-from airflow_provider_rayorch.rayorch.store import RunStore
+from airflow_provider_rayorch.runs.store import RunStore
 
 if TYPE_CHECKING:
     from pathlib import Path

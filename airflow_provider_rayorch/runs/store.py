@@ -35,7 +35,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from .errors import StoreError
+from airflow_provider_rayorch.rayorch.errors import StoreError
+from airflow_provider_rayorch.runs.job_status import JobStatus
+
 from .globbing import _GLOB_CHARS, _glob_regex, glob_uris  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
@@ -369,7 +371,6 @@ class RunStore:
         The message is stripped of anything that looks like a credential (a
         ``Bearer ...`` value, an ``Authorization`` header's value) and shortened.
         """
-        from airflow_provider_rayorch.common.states import JobStatus
 
         status = JobStatus.parse(job_status)
         record = {

@@ -2,7 +2,7 @@
 
 ::
 
-    python -m airflow_provider_rayorch.rayorch.driver --run-store URI --run-id ID --repair 3
+    python -m airflow_provider_rayorch.job --run-store URI --run-id ID --repair 3
 
 The sources come from the stored plan record (never a new glob expansion). The
 pipeline compiled here must have the stored plan's *semantic* fingerprint
@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.rayorch import summary as summaries
 from airflow_provider_rayorch.rayorch.errors import DriverError
-from airflow_provider_rayorch.rayorch.store import rows_of
+from airflow_provider_rayorch.runs.store import rows_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from airflow_provider_rayorch.rayorch.store import PlanRecord, RunStore
+    from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 __all__ = ["REPAIRABLE", "check_semantics", "repair_microbatches", "repair_targets"]
 
@@ -38,8 +38,8 @@ REPAIRABLE = ("failed", "suppressed")
 def check_semantics(plan: PlanRecord, compiled: Any) -> None:
     """Refuse (``DriverError``, exit 3) when ``compiled`` computes something else than
     the stored plan; say what changed."""
-    from airflow_provider_rayorch.rayorch.driver import EXIT_PLAN_CHANGED
     from airflow_provider_rayorch.rayorch.program.semantics import semantic_diff
+    from airflow_provider_rayorch.runs.driver import EXIT_PLAN_CHANGED
 
     if plan.semantic_fingerprint:
         if compiled.semantic_fingerprint == plan.semantic_fingerprint:
@@ -101,7 +101,7 @@ def repair_microbatches(
 ) -> list[dict[str, Any]]:
     """Repair the given microbatches (``None``: every one with failed sources) in one
     executor run; returns the new manifests."""
-    from airflow_provider_rayorch.rayorch.driver import _engine
+    from airflow_provider_rayorch.runs.driver import _engine
 
     check_semantics(plan, compiled)
     targets = repair_targets(store, plan, indices)

@@ -1,0 +1,46 @@
+"""The Ray job's entrypoint: the run driver with report writing wired in.
+
+::
+
+    python -m airflow_provider_rayorch.job --run-store URI --run-id ID [--repair 3,5]
+
+The driver (:mod:`airflow_provider_rayorch.runs.driver`) knows nothing of reports;
+this module hands it the report writer, so the run layer never imports upward.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_rayorch.runs import driver
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from airflow_provider_rayorch.runs.store import RunStore
+
+__all__ = ["main", "write_report"]
+
+
+def write_report(
+    store: RunStore,
+    run_id: str,
+    timeline: list[Any],
+    calls: list[Any],
+    *,
+    microbatches: list[Any] | None,
+) -> str:
+    """Write the run's report into the run store (imported lazily: reports are optional)."""
+    from airflow_provider_rayorch.reports.writer import write_run_report
+
+    return write_run_report(store, run_id, timeline, calls, microbatches=microbatches)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run (or repair) one stored plan, writing its report; returns the exit code."""
+    return driver.main(argv, report=write_report)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

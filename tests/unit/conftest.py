@@ -1,0 +1,25 @@
+"""Shared by the Airflow-layer and run-layer unit tests: the test pipelines' folder on
+``sys.path`` (the driver imports pipelines by ``"module:Factory"``) and the fake engine."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+PIPELINES = os.path.join(os.path.dirname(__file__), "airflow")
+sys.path.insert(0, PIPELINES)
+
+import fake_pipelines  # noqa: E402
+
+
+@pytest.fixture
+def fake_engine(monkeypatch: pytest.MonkeyPatch):
+    """The driver runs against the fake engine; RAN records executed microbatches."""
+    from airflow_provider_rayorch.runs import driver
+
+    fake_pipelines.RAN.clear()
+    monkeypatch.setattr(fake_pipelines.FakeExecutor, "crash_after", None)
+    monkeypatch.setattr(driver, "_engine", fake_pipelines.fake_engine)
+    return fake_pipelines
