@@ -8,19 +8,14 @@ from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 
+from airflow_provider_rayorch.runs.uris import open_filesystem
+
 if TYPE_CHECKING:
     from datetime import datetime
 
 __all__ = ["glob_uris"]
 
 _GLOB_CHARS = "*?["
-
-
-def _split_uri(uri: str) -> tuple[pafs.FileSystem, str]:
-    if "://" not in uri:
-        return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(uri))
-    fs, path = pafs.FileSystem.from_uri(uri)
-    return fs, path.rstrip("/") or "/"
 
 
 def glob_uris(
@@ -38,12 +33,12 @@ def glob_uris(
     cut = min((pattern.find(c) for c in _GLOB_CHARS if c in pattern), default=-1)
     if cut < 0:
         base_uri = pattern
-        fs, base = _split_uri(base_uri)
+        fs, base = open_filesystem(base_uri)
         info = fs.get_file_info(base)
         return [pattern] if info.type == pafs.FileType.File else []
     base_uri = pattern[: pattern.rfind("/", 0, cut) + 1] or "."
-    fs, base = _split_uri(base_uri)
-    _, full = _split_uri(pattern) if "://" in pattern else (fs, os.path.abspath(pattern))
+    fs, base = open_filesystem(base_uri)
+    _, full = open_filesystem(pattern) if "://" in pattern else (fs, os.path.abspath(pattern))
     if fs.get_file_info(base).type != pafs.FileType.Directory:
         return []
     infos = fs.get_file_info(pafs.FileSelector(base, recursive=True))

@@ -37,11 +37,12 @@ import pyarrow.parquet as pq
 
 from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.runs.job_status import JobStatus
+from airflow_provider_rayorch.runs.uris import join_uri, open_filesystem
 
 from .globbing import _GLOB_CHARS, _glob_regex, glob_uris  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
 __all__ = [
     "ENCODING_KEY",
@@ -130,17 +131,6 @@ class PlanRecord:
         return cls(**data)
 
 
-def _split_uri(uri: str) -> tuple[pafs.FileSystem, str]:
-    if "://" not in uri:
-        return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(uri))
-    fs, path = pafs.FileSystem.from_uri(uri)
-    return fs, path.rstrip("/") or "/"
-
-
-def _join_uri(uri: str, *parts: str) -> str:
-    return posixpath.join(uri.rstrip("/"), *parts) if "://" in uri else os.path.join(uri, *parts)
-
-
 def _encode_values(values: Sequence[Any]) -> tuple[pa.Array, str]:
     """The ``value`` column: native if pyarrow round-trips the values exactly, else JSON."""
     try:
@@ -171,9 +161,10 @@ def _json_default(value: Any) -> Any:
 class RunStore:
     """One run store root; every method takes the run id it works on."""
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, options: Mapping[str, Any] | None = None) -> None:
         self.uri = uri if "://" in uri else os.path.abspath(os.path.expanduser(uri))
-        self.fs, self.root = _split_uri(uri)
+        self.options = dict(options or {})
+        self.fs, self.root = open_filesystem(uri, self.options)
         self._atomic_rename = isinstance(self.fs, pafs.LocalFileSystem)
 
     def __repr__(self) -> str:
@@ -182,12 +173,12 @@ class RunStore:
     # -- paths -------------------------------------------------------------------
     def run_uri(self, run_id: str) -> str:
         """The URI of one run's directory."""
-        return _join_uri(self.uri, run_id)
+        return join_uri(self.uri, run_id)
 
     def outputs_uri(self, run_id: str, index: int | None = None) -> str:
         """Where a run's (or one microbatch's) output Parquet files live."""
-        base = _join_uri(self.uri, run_id, "outputs")
-        return base if index is None else _join_uri(base, f"mb-{index:05d}")
+        base = join_uri(self.uri, run_id, "outputs")
+        return base if index is None else join_uri(base, f"mb-{index:05d}")
 
     def _path(self, run_id: str, *parts: str) -> str:
         return posixpath.join(self.root, run_id, *parts)
@@ -289,7 +280,7 @@ class RunStore:
             # Parquet cannot hold every Arrow type (an empty struct, ...): fall back to JSON
             value_col, encoding = _json_column(values)
             self._write_table(path, ids, rows, value_col, encoding)
-        return _join_uri(self.outputs_uri(run_id), *folder, f"{port}.parquet")
+        return join_uri(self.outputs_uri(run_id), *folder, f"{port}.parquet")
 
     @staticmethod
     def _attempt_folder(index: int, attempt: int) -> tuple[str, ...]:
