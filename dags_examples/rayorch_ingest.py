@@ -1,7 +1,10 @@
 """Scheduled ingestion: every hour, prepare the text files that landed in the hour.
 
 Sources are the files matching ``$RAYORCH_LANDING/*.txt`` modified within the data
-interval (resolved through pyarrow.fs, so an ``s3://`` glob works the same). Each
+interval (resolved through pyarrow.fs, so an ``s3://`` glob works the same). A manual
+run with no logical date (the REST API's default, and the UI's trigger form left
+empty) has no data interval: it prepares the files modified in the hour before it
+was triggered (``dag_run.run_after``), so a file that just arrived is taken. Each
 source microbatch is one mapped task that turns green as soon as its manifest
 commits and carries its own lineage summary in XCom; ``report`` then reads the
 committed outputs back from the run store.
@@ -23,6 +26,13 @@ from airflow_provider_rayorch.operators.microbatch import rayorch_microbatch_gro
 
 LANDING = os.environ.get("RAYORCH_LANDING", "/tmp/rayorch-landing")
 LOCAL_HEAD = os.environ.get("RAYORCH_INGEST_LOCAL_HEAD", "1") == "1"
+# The run's window: its data interval, or, for a manual run with no logical date (which
+# has no data interval), the hour up to the moment it was triggered. Both bounds are
+# fixed per run, so every try of the submit task lists the same files.
+MODIFIED_AFTER = (
+    "{{ data_interval_start | default(dag_run.run_after - macros.timedelta(hours=1), true) }}"
+)
+MODIFIED_BEFORE = "{{ data_interval_end | default(dag_run.run_after, true) }}"
 PREPARED = Asset("rayorch-prepared-docs", uri="file:///tmp/rayorch-prepared-docs")
 
 with DAG(
@@ -48,8 +58,8 @@ with DAG(
         local_head_num_cpus=2,
         poke_interval=2.0,
         submit_kwargs={
-            "sources_modified_after": "{{ data_interval_start }}",
-            "sources_modified_before": "{{ data_interval_end }}",
+            "sources_modified_after": MODIFIED_AFTER,
+            "sources_modified_before": MODIFIED_BEFORE,
         },
     )
 
