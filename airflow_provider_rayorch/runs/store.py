@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.runs.job_status import JobStatus
-from airflow_provider_rayorch.runs.uris import join_uri, open_filesystem
+from airflow_provider_rayorch.runs.uris import join_uri, open_filesystem, store_root_of
 
 from .globbing import _GLOB_CHARS, _glob_regex, glob_uris  # noqa: F401  (re-exported)
 
@@ -406,13 +406,19 @@ def sanitize_message(message: str) -> str:
     return text
 
 
-def read_summary_outputs(summary: dict[str, Any], port: str = "out") -> list[dict[str, Any]]:
-    """The committed output rows of the run (or microbatch) a lineage summary describes."""
+def read_summary_outputs(
+    summary: dict[str, Any], port: str = "out", options: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The committed output rows of the run (or microbatch) a lineage summary describes.
+
+    ``options``: the run store's filesystem options (the connection's ``run_store_options``).
+    """
     uri = str(summary["outputs"]["uri"])
     run_id = str(summary["run_id"])
-    marker = f"/{run_id}/outputs"
-    root = uri[: uri.rindex(marker)]
-    rows = RunStore(root).read_outputs(run_id, port)
+    root = store_root_of(uri, run_id)
+    if root is None:
+        raise StoreError(f"outputs URI {uri} is not inside a run {run_id!r} of a run store")
+    rows = RunStore(root, options).read_outputs(run_id, port)
     mb = summary.get("microbatch")
     if mb:
         lo, hi = int(mb["first_source"]), int(mb["first_source"]) + int(mb["count"])

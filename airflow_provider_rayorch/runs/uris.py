@@ -1,30 +1,63 @@
-"""Run-store URIs: open one through :mod:`pyarrow.fs` with options, and join paths.
+"""Run-store URIs: open one through :mod:`pyarrow.fs` with options, join and split paths.
 
 A run store is a local path or a URI (``file://``, ``s3://``, ``gs://``, ...). pyarrow
 also reads filesystem options from a URI's query string
 (``s3://bucket/runs?endpoint_override=...``); paths are always joined before the
 query, never after it. Options belong in ``run_store_options`` (the connection's
 extra), which this module turns into the filesystem's keyword arguments.
+
+A URI never carries credentials: pyarrow would take ``s3://KEY:SECRET@bucket`` or
+``?secret_key=...``, and the URI would then be logged, pushed to XCom, written into
+the store's records and shown on ``ps``. Such a URI is refused with
+:class:`RunStoreSettingError`, whose message never repeats the secret.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 import pyarrow.fs as pafs
 
-if TYPE_CHECKING:
-    from collections.abc import Mapping
+from airflow_provider_rayorch.rayorch.errors import StoreError
+from airflow_provider_rayorch.runs.secrets import is_secret_key
 
-__all__ = ["is_local", "join_uri", "open_filesystem"]
+__all__ = [
+    "RunStoreSettingError",
+    "check_uri",
+    "is_local",
+    "join_uri",
+    "open_filesystem",
+    "redact_uri",
+    "split_query",
+    "store_root_of",
+]
+
+_OPTIONS = "run_store_options"
+_HIDDEN = "***"
+#: query values pyarrow's ``from_uri`` reads as booleans
+_BOOLEAN_WORDS = {"true": True, "false": False}
+
+
+class RunStoreSettingError(StoreError, ValueError):
+    """A run store URI or its options are unusable (credentials in the URI, an option
+    the filesystem does not take); the message names the setting and the fix."""
 
 
 def is_local(uri: str) -> bool:
     """A plain path (no scheme): the local filesystem."""
     return "://" not in uri
+
+
+def split_query(uri: str) -> tuple[str, str]:
+    """``(uri without its query string, the query string)``."""
+    if is_local(uri):
+        return uri, ""
+    base, _, query = uri.partition("?")
+    return base, query
 
 
 def join_uri(uri: str, *parts: str) -> str:
@@ -38,29 +71,101 @@ def join_uri(uri: str, *parts: str) -> str:
     return urlunsplit((split.scheme, split.netloc, path, split.query, split.fragment))
 
 
+def store_root_of(outputs_uri: str, run_id: str) -> str | None:
+    """The run store URI an outputs URI (``<store>/<run_id>/outputs...``) lies in, its
+    query string kept; None when ``outputs_uri`` is not inside a run of ``run_id``."""
+    base, query = split_query(outputs_uri)
+    marker = f"/{run_id}/outputs"
+    if marker not in base:
+        return None
+    root = base[: base.rindex(marker)]
+    return f"{root}?{query}" if query else root
+
+
+def _credentials(uri: str) -> list[str]:
+    """Where ``uri`` carries credentials (never the values themselves)."""
+    if is_local(uri):
+        return []
+    split = urlsplit(uri)
+    found = ["user information before '@'"] if "@" in split.netloc else []
+    keys = [k for k, _ in parse_qsl(split.query, keep_blank_values=True) if is_secret_key(k)]
+    found.extend(f"query key {k!r}" for k in dict.fromkeys(keys))
+    return found
+
+
+def redact_uri(uri: str) -> str:
+    """``uri`` with its user information and secret query values replaced by ``***``."""
+    if is_local(uri):
+        return uri
+    split = urlsplit(uri)
+    netloc = split.netloc
+    if "@" in netloc:
+        netloc = f"{_HIDDEN}@{netloc.rpartition('@')[2]}"
+    pairs = parse_qsl(split.query, keep_blank_values=True)
+    query = "&".join(
+        f"{quote(k, safe='')}={_HIDDEN if is_secret_key(k) else quote(v, safe=':/,')}"
+        for k, v in pairs
+    )
+    return urlunsplit((split.scheme, netloc, split.path, query, split.fragment))
+
+
+def check_uri(uri: str, setting: str = "run_store") -> None:
+    """Refuse a URI that carries credentials; the message never repeats them."""
+    where = _credentials(uri)
+    if where:
+        raise RunStoreSettingError(
+            f"{setting} URI {redact_uri(uri)} carries credentials ({', '.join(where)}): "
+            "a URI is logged, pushed to XCom and written into the run store, so it must "
+            f"not hold secrets. Remove them from the URI and put them in the connection "
+            f"extra {_OPTIONS} (for example "
+            '{"access_key": "...", "secret_key": "...", "endpoint_override": "host:port"}), '
+            "or leave them out and let the credential chain find them (IAM roles, AWS_* "
+            "variables, GCS application default credentials)."
+        )
+
+
+def _query_options(query: str) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        options[key] = _BOOLEAN_WORDS.get(value.lower(), value)
+    return options
+
+
+def _build(cls: type[pafs.FileSystem], kwargs: dict[str, Any], uri: str) -> pafs.FileSystem:
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise RunStoreSettingError(
+            f"run store {redact_uri(uri)}: {cls.__name__} refuses its options "
+            f"({sorted(kwargs)}): {exc}. Check the names in the connection extra {_OPTIONS} "
+            "against pyarrow.fs." + cls.__name__
+        ) from None
+
+
 def open_filesystem(
     uri: str, options: Mapping[str, Any] | None = None
 ) -> tuple[pafs.FileSystem, str]:
     """The filesystem and the root path inside it that ``uri`` names.
 
     ``options`` are the filesystem's keyword arguments (``endpoint_override``,
-    ``region``, ...); they win over the same options in the URI's query string.
+    ``region``, ``access_key``, ...); they win over the same options in the URI's
+    query string. With options, S3 and GCS filesystems are built directly (pyarrow's
+    ``from_uri`` would first ask AWS for the bucket's region, whatever the endpoint).
+    Options do not apply to local paths.
     """
+    check_uri(uri)
+    if options is not None and not isinstance(options, Mapping):
+        raise RunStoreSettingError(
+            f"{_OPTIONS} must be a JSON object, got {type(options).__name__}"
+        )
     if is_local(uri):
         return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(uri))
+    split = urlsplit(uri)
+    scheme = split.scheme.lower()
+    if options and scheme in ("s3", "gs", "gcs"):
+        kwargs = {**_query_options(split.query), **dict(options)}
+        cls = pafs.S3FileSystem if scheme == "s3" else pafs.GcsFileSystem
+        path = posixpath.join(split.netloc, split.path.lstrip("/")).rstrip("/")
+        return _build(cls, kwargs, uri), path or "/"
     fs, path = pafs.FileSystem.from_uri(uri)
-    if options:
-        fs = _with_options(uri, fs, dict(options))
     return fs, path.rstrip("/") or "/"
-
-
-def _with_options(uri: str, fs: pafs.FileSystem, options: dict[str, Any]) -> pafs.FileSystem:
-    """The same kind of filesystem as ``fs``, built with the query's and ``options``'s
-    keyword arguments."""
-    query = dict(pair.split("=", 1) for pair in urlsplit(uri).query.split("&") if "=" in pair)
-    kwargs: dict[str, Any] = {**query, **options}
-    if isinstance(fs, pafs.S3FileSystem):
-        return pafs.S3FileSystem(**kwargs)
-    if isinstance(fs, pafs.GcsFileSystem):
-        return pafs.GcsFileSystem(**kwargs)
-    return fs

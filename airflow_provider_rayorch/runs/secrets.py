@@ -1,0 +1,132 @@
+"""Which run settings are secret, and how secrets reach a driver without being stored.
+
+Credentials never ride in a URI, a plan record or a command line. The run store's
+filesystem options (the connection extra ``run_store_options``) and an embedded
+Ray's ``ray.init()`` options reach the driver through its environment, as JSON in
+:data:`RUN_STORE_OPTIONS_ENV` and :data:`RAY_INIT_KWARGS_ENV`: an embedded driver's
+process environment (readable only by its own user, unlike ``ps``'s argv), or a
+Ray job's ``runtime_env.env_vars``. The plan record keeps only what names a run.
+
+This module decides what is secret; registering values with Airflow's secrets
+masker is the Airflow layer's job (it imports Airflow, this layer does not).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "RAY_INIT_KWARGS_ENV",
+    "RUN_STORE_OPTIONS_ENV",
+    "driver_env",
+    "is_secret_key",
+    "ray_init_kwargs_from_env",
+    "ray_init_secrets",
+    "run_store_options_from_env",
+    "secret_option_values",
+]
+
+#: The run store's filesystem options (a JSON object) for a driver process.
+RUN_STORE_OPTIONS_ENV = "RAYORCH_RUN_STORE_OPTIONS"
+#: An embedded driver's ``ray.init()`` options (a JSON object), runtime_env included.
+RAY_INIT_KWARGS_ENV = "RAYORCH_RAY_INIT_KWARGS"
+
+#: A setting whose name holds one of these is a secret (``secret_key``,
+#: ``session_token``, ``_redis_password``, ``access_key``, ``api_key``, ...).
+_SECRET_WORDS = (
+    "secret",
+    "token",
+    "password",
+    "passwd",
+    "credential",
+    "access_key",
+    "private_key",
+    "api_key",
+    "apikey",
+    "signature",
+    "auth",
+)
+
+
+def is_secret_key(name: str) -> bool:
+    """A setting named ``name`` holds a secret (matched case-insensitively)."""
+    lowered = str(name).lower().replace("-", "_")
+    return any(word in lowered for word in _SECRET_WORDS)
+
+
+def _strings(value: Any) -> list[str]:
+    """Every leaf of ``value`` as text (JSON text for numbers and booleans)."""
+    if isinstance(value, Mapping):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    if value is None or value == "":
+        return []
+    return [value if isinstance(value, str) else json.dumps(value)]
+
+
+def secret_option_values(options: Mapping[str, Any] | None) -> list[str]:
+    """The values of the secret-named keys of ``options`` (at any depth)."""
+    found: list[str] = []
+    for key, value in (options or {}).items():
+        if is_secret_key(key):
+            found.extend(_strings(value))
+        elif isinstance(value, Mapping):
+            found.extend(secret_option_values(value))
+    return found
+
+
+def ray_init_secrets(
+    ray_init_kwargs: Mapping[str, Any] | None, runtime_env: Mapping[str, Any] | None = None
+) -> list[str]:
+    """Secrets of a run's Ray settings: every ``runtime_env.env_vars`` value (users put
+    API keys there) and every secret-named ``ray.init()`` option (``_redis_password``)."""
+    kwargs = dict(ray_init_kwargs or {})
+    found = secret_option_values({k: v for k, v in kwargs.items() if k != "runtime_env"})
+    for env in (kwargs.get("runtime_env"), runtime_env):
+        if isinstance(env, Mapping):
+            found.extend(_strings(env.get("env_vars") or {}))
+    return found
+
+
+def driver_env(
+    run_store_options: Mapping[str, Any] | None, ray_init_kwargs: Mapping[str, Any] | None = None
+) -> dict[str, str]:
+    """Environment variables handing a driver its run store options and, for an
+    embedded Ray, its ``ray.init()`` options (empty ones are left out)."""
+    env: dict[str, str] = {}
+    if run_store_options:
+        env[RUN_STORE_OPTIONS_ENV] = json.dumps(dict(run_store_options), sort_keys=True)
+    if ray_init_kwargs:
+        env[RAY_INIT_KWARGS_ENV] = json.dumps(dict(ray_init_kwargs), sort_keys=True)
+    return env
+
+
+def _json_object(name: str, environ: Mapping[str, str]) -> dict[str, Any] | None:
+    text = environ.get(name)
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise ValueError(f"environment variable {name} is not a JSON object") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"environment variable {name} is not a JSON object")
+    return value
+
+
+def run_store_options_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The run store options handed to this driver (empty when none were)."""
+    return _json_object(RUN_STORE_OPTIONS_ENV, os.environ if environ is None else environ) or {}
+
+
+def ray_init_kwargs_from_env(
+    stored: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The ``ray.init()`` options handed to this driver; ``stored`` (a plan record's,
+    written before secrets left the store) when none were handed over."""
+    handed = _json_object(RAY_INIT_KWARGS_ENV, os.environ if environ is None else environ)
+    return dict(stored or {}) if handed is None else handed
