@@ -1,69 +1,136 @@
-"""Exceptions of the Airflow layer (the engine's own tree is in ``rayorch.errors``).
+"""Exceptions of the Airflow layer, under the package's one root ``RayOrchError``.
 
 ::
 
-    AirflowException
-    ├── RayOrchClusterError            the Ray cluster cannot be reached or refused a call
-    │   └── RayOrchAuthError           the Jobs API refused the token (HTTP 401/403)
-    ├── RayOrchJobFailed               the Ray job ended FAILED or STOPPED
-    ├── RayOrchPlanChanged             the run store holds another plan for this run id
-    ├── RayOrchFailedRatioExceeded     too many sources (or microbatch sources) failed
-    └── AirflowFailException
-        ├── RayOrchCompileFailed       the pipeline does not compile (no retry, nothing submitted)
-        └── RayOrchPipelineNotImportable  the pipeline cannot be imported where it must run
+    RayOrchError                         the root (rayorch/errors.py; the engine's tree)
+    ├── RayOrchTransientError            trying again later may help: the provider's
+    │                                    pollers and its submit retry these, within
+    │                                    one budget (common/polling.py)
+    └── RayOrchAirflowError              an Airflow-layer error (also AirflowException:
+        │                                Airflow retries the task if it has retries)
+        ├── RayOrchClusterError          a Jobs-API call failed; not retried by the pollers
+        │   ├── RayOrchClusterUnavailable  (also RayOrchTransientError) no answer in
+        │   │                            time, a disconnect, a refusal after an answer,
+        │   │                            or an answer that says "try later" (HTTP
+        │   │                            502/503/504, Ray's 500 "No available agent")
+        │   └── RayOrchAuthError         the Jobs API refused the token (HTTP 401/403)
+        ├── RayOrchJobFailed             the Ray job (or embedded driver) ended without
+        │                                completing the run
+        ├── RayOrchPlanChanged           the run store holds another plan for this run id
+        ├── RayOrchFailedRatioExceeded   too many sources (or microbatch sources) failed
+        └── RayOrchPermanentError        also AirflowFailException: never retried by Airflow
+            ├── RayOrchCompileFailed     the pipeline does not compile (nothing submitted)
+            └── RayOrchPipelineNotImportable  the pipeline cannot be imported where it runs
+
+Retryability is the type: ``isinstance(exc, RayOrchTransientError)`` for the
+provider's request retries, ``AirflowFailException`` for "no task retry". The old
+``RayOrchClusterError(message, transient=...)`` spelling still works: it builds a
+``RayOrchClusterUnavailable`` when ``transient`` is true (the default, as before),
+and ``exc.transient`` reads the type. Every class pickles (the root's ``__reduce__``).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from airflow_provider_rayorch.rayorch.errors import RayOrchError
+
 __all__ = [
+    "RayOrchAirflowError",
     "RayOrchAuthError",
     "RayOrchClusterError",
+    "RayOrchClusterUnavailable",
     "RayOrchCompileFailed",
+    "RayOrchError",
     "RayOrchFailedRatioExceeded",
     "RayOrchJobFailed",
+    "RayOrchPermanentError",
     "RayOrchPipelineNotImportable",
     "RayOrchPlanChanged",
+    "RayOrchTransientError",
 ]
 
 
-class RayOrchClusterError(AirflowException):
-    """The Ray Jobs API is unreachable, refused the token, or failed a request.
+class RayOrchTransientError(RayOrchError):
+    """Trying the same request again later may help (a restarting or busy cluster)."""
 
-    ``transient`` says whether trying again later may help (a refused or timed-out
-    connection, HTTP 502/503/504); the pollers retry only those, within one budget
-    (:mod:`airflow_provider_rayorch.common.polling`). An error raised without saying
-    is taken as transient; the hook always says.
+
+class RayOrchAirflowError(RayOrchError, AirflowException):
+    """Base of the Airflow layer's errors; Airflow retries the task (when it has retries)."""
+
+    # AirflowException.serialize names the class and passes str(self) only: keep the
+    # root's pickling (RayOrchError.__reduce__), which keeps every attribute.
+    __reduce__ = RayOrchError.__reduce__
+
+
+class RayOrchClusterError(RayOrchAirflowError):
+    """A call to the Ray Jobs API failed: no answer, or an answer that is an error.
+
+    ``status`` is the HTTP status when the Jobs API answered (``None``: no answer).
+    This class is permanent: the pollers do not retry it. The transient case is
+    :class:`RayOrchClusterUnavailable`; ``RayOrchClusterError(message)`` (or with
+    ``transient=True``) builds one, as earlier versions took an error raised without
+    saying as transient.
     """
 
-    def __init__(self, message: str, *, transient: bool = True) -> None:
+    status: int | None
+
+    def __new__(cls, message: str = "", *args: Any, transient: bool = True, **kwargs: Any) -> Any:
+        if cls is RayOrchClusterError and transient:
+            cls = RayOrchClusterUnavailable
+        return super().__new__(cls, message, *args)
+
+    def __init__(
+        self, message: str = "", *, transient: bool = True, status: int | None = None
+    ) -> None:
         super().__init__(message)
-        self.transient = transient
+        self.status = status
+
+    @property
+    def transient(self) -> bool:
+        """Whether trying again later may help (read from the type)."""
+        return isinstance(self, RayOrchTransientError)
+
+
+class RayOrchClusterUnavailable(RayOrchClusterError, RayOrchTransientError):
+    """The Jobs API did not answer in time, dropped the connection, refused it after
+    answering before, or answered "try again later"; retried within the budget."""
 
 
 class RayOrchAuthError(RayOrchClusterError):
     """The Jobs API refused the request's token (HTTP 401/403): never retried."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message, transient=False)
+    def __init__(self, message: str = "", *, status: int | None = None, **_: Any) -> None:
+        super().__init__(message, transient=False, status=status)
+
+    def __new__(cls, message: str = "", *args: Any, **kwargs: Any) -> Any:
+        return super().__new__(cls, message, *args, transient=False)
 
 
-class RayOrchJobFailed(AirflowException):
-    """The Ray job running the driver ended without a run manifest."""
+class RayOrchJobFailed(RayOrchAirflowError):
+    """The Ray job (or the embedded driver) ended without completing the run: it
+    ended FAILED or STOPPED, the cluster lost it, or it ended without its run
+    manifest. A task retry submits a new job that resumes from the committed
+    microbatches."""
 
 
-class RayOrchPlanChanged(AirflowException):
+class RayOrchPlanChanged(RayOrchAirflowError):
     """The run store already holds a different plan (fingerprint) for this run id."""
 
 
-class RayOrchFailedRatioExceeded(AirflowException):
+class RayOrchFailedRatioExceeded(RayOrchAirflowError):
     """(FAILED + SUPPRESSED) / total sources exceeded ``max_failed_ratio``."""
 
 
-class RayOrchCompileFailed(AirflowFailException):
+class RayOrchPermanentError(RayOrchAirflowError, AirflowFailException):
+    """No retry of the task can help: Airflow fails it at once."""
+
+
+class RayOrchCompileFailed(RayOrchPermanentError):
     """The pipeline raised ``CompileError``; nothing was submitted."""
 
 
-class RayOrchPipelineNotImportable(AirflowFailException):
+class RayOrchPipelineNotImportable(RayOrchPermanentError):
     """The pipeline's module cannot be imported by the process that must run it."""

@@ -1,11 +1,12 @@
 """One rule for retrying Jobs-API reads: the operator, both sensors and both triggers
 use it, so a dashboard restart is survived the same way everywhere.
 
-A *transient* error (a refused or timed-out connection, HTTP 502/503/504; see
-``RayOrchClusterError.transient``) is retried with exponential backoff, at most
-``RETRY_BUDGET.retries`` times in a row; any other error (HTTP 401/403/404, TLS,
-a bad address) fails at once. When the budget runs out the last error is raised
-again, saying how many tries were made over how long.
+A *transient* error (a :class:`RayOrchTransientError`: no answer in time, a
+dropped connection, a refusal after an answer, HTTP 502/503/504) is retried with
+exponential backoff, at most ``RETRY_BUDGET.retries`` times in a row; any other
+error (HTTP 401/403/404, a certificate, a wrong address) fails at once. When the
+budget runs out the last error is raised again, saying how many tries were made
+over how long.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from airflow_provider_rayorch.exceptions import RayOrchClusterError
+from airflow_provider_rayorch.exceptions import RayOrchClusterError, RayOrchTransientError
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -48,7 +49,7 @@ RETRY_BUDGET = RetryBudget()
 
 def is_transient(exc: BaseException) -> bool:
     """A Jobs-API error that trying again later may cure."""
-    return isinstance(exc, RayOrchClusterError) and bool(getattr(exc, "transient", False))
+    return isinstance(exc, RayOrchTransientError)
 
 
 def _exhausted(what: str, exc: RayOrchClusterError, tries: int, elapsed: float) -> Exception:

@@ -21,6 +21,15 @@
     │                               this version cannot use
     └── DriverError                 a stored run cannot start; carries ``exit_code``
 
+The Airflow layer's errors (``airflow_provider_rayorch.exceptions``) have this same
+root: ``except RayOrchError`` catches everything the package raises on purpose.
+
+Every error pickles (exceptions cross process boundaries: Ray tasks and actors, the
+embedded driver, Airflow's supervisor): the root's ``__reduce__`` rebuilds an
+instance from its ``args`` and attributes without calling ``__init__`` again, so a
+subclass with its own constructor (``InvalidTransition``) needs nothing more, as
+dask's ``InvalidTransition.__reduce__`` does by hand.
+
 ``CompileError`` is a ``ValueError`` and ``ExecutionError`` a ``RuntimeError``, as in
 the paper's package, so ``except`` clauses written for it keep working. Every class
 here is exported from ``airflow_provider_rayorch.rayorch``; exceptions with a leading
@@ -32,7 +41,7 @@ Errors from user code never escape as such: they become row outcomes, or, under
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -49,8 +58,18 @@ __all__ = [
 ]
 
 
+def _rebuild(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    """Unpickle an error: its ``args`` and attributes, ``__init__`` not called again."""
+    exc = BaseException.__new__(cls, *args)
+    exc.__dict__.update(state)
+    return exc
+
+
 class RayOrchError(Exception):
-    """Base class of the engine's errors."""
+    """Base class of everything the package raises on purpose (engine and Airflow layer)."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _rebuild, (type(self), self.args, dict(self.__dict__))
 
 
 class CompileError(RayOrchError, ValueError):
