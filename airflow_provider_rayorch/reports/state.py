@@ -1,4 +1,12 @@
-"""A run's state as the runs page and the report show it: one rule, read from the store.
+"""A run's state as every page shows it: one rule, read from the store.
+
+Every surface (the kept ``report.html``, the report tabs, the runs page) calls
+:func:`read_run_state`, so they cannot disagree. The newest fact wins: the job-state
+record (``job_state.json``, written at submit and by pollers) is **superseded** by
+any later fact about the run (its plan, a microbatch manifest, the run manifest, a
+repair record) and by a current run manifest whatever its time (the driver writes
+the run manifest last, so a RUNNING or PENDING record next to it only saw the job's
+last seconds). A superseded record shows neither its status nor its message.
 
 The rule, first match wins:
 
@@ -6,13 +14,11 @@ The rule, first match wins:
    ``state`` (``success`` | ``failed``); a repair since then lets rule 3 decide by the
    repaired counts until the run task rewrites the run manifest;
 2. the job-state record names an ended job (``NOT_STARTED``, ``FAILED``, ``STOPPED``)
-   and nothing was written to the run after it: ``not_started`` | ``failed`` |
-   ``stopped``, with the record's message (a record older than the run's last write
-   is from an earlier attempt and is ignored);
+   and is not superseded: ``not_started`` | ``failed`` | ``stopped``, with its message;
 3. every microbatch is committed: ``success`` | ``failed`` by the failed ratio (a
    ``SUCCEEDED`` job that left microbatches uncommitted: ``unknown``, saying so);
 4. otherwise ``running`` (``pending`` while the record says ``PENDING``) as long as
-   the newest sign of life (the record, the plan, a manifest, the report) is younger
+   the newest sign of life (the record, the plan, a manifest, a repair) is younger
    than :data:`STALE_AFTER`; after that ``unknown``, saying since when nothing was
    recorded. A job that ended without anyone recording it cannot run forever.
 """
@@ -90,7 +96,7 @@ class RunFacts:
     all_committed_state: str | None = None
     #: ``read_job_state``'s record, None without one.
     job_state: Mapping[str, Any] | None = None
-    #: Newest modification time of the run's plan, manifests and report.
+    #: Newest modification time of the run's plan, manifests and repair records.
     last_write: datetime | None = None
 
 
@@ -123,20 +129,22 @@ def decide_state(
         except ValueError:
             status = None
     at = _parse_at(record.get("at"))
-    message = record.get("message") or None
-    job = None if status is None else status.value
     signs = [t for t in (at, facts.last_write) if t is not None]
     as_of = max(signs) if signs else None
-    if facts.manifest_state is not None:
-        return RunState(facts.manifest_state, job, message, as_of)
     superseded = (
         at is not None and facts.last_write is not None and facts.last_write > at + _CLOCK_SLACK
-    )
-    if status in _ENDED and not superseded:
+    ) or (facts.manifest_state is not None and status is not None and status.is_active)
+    if superseded:  # the newest fact is not the record: it says nothing any more
+        status = None
+    message = (record.get("message") or None) if status is not None else None
+    job = None if status is None else status.value
+    if facts.manifest_state is not None:
+        return RunState(facts.manifest_state, job, message, as_of)
+    if status in _ENDED:
         return RunState(_ENDED[status], job, message, as_of)
     if facts.all_committed_state is not None:
         return RunState(facts.all_committed_state, job, message, as_of)
-    if status is JobStatus.SUCCEEDED and not superseded:
+    if status is JobStatus.SUCCEEDED:
         note = (
             "the Ray job ended (SUCCEEDED) without writing the run manifest: its driver "
             "wrote to another run store, or was not the RayOrch driver"
@@ -157,15 +165,21 @@ def decide_state(
     return RunState("running", job, live_message, as_of)
 
 
+#: Files that are no fact about the run's progress: the record carries its own time, and
+#: a report is rewritten whenever anyone renders one (a refused repair, for example).
+_NOT_FACTS = ("job_state.json", "report.")
+
+
 def last_write(store: RunStore, run_id: str) -> datetime | None:
-    """Newest modification time of the run's plan, manifests and report (UTC)."""
+    """Newest modification time of the run's plan, manifests, run manifest and repair
+    records (UTC): the newest fact the run store holds besides the job-state record."""
     base = posixpath.join(store.root, run_id)
     times = []
-    for path in (base, posixpath.join(base, "manifests")):
+    for path in (base, posixpath.join(base, "manifests"), posixpath.join(base, "repairs")):
         for info in store.fs.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
             if info.type == pafs.FileType.File and info.mtime is not None:
-                if info.base_name.startswith("job_state.json"):
-                    continue  # the record carries its own time
+                if info.base_name.startswith(_NOT_FACTS):
+                    continue
                 mtime = info.mtime
                 times.append(mtime if mtime.tzinfo else mtime.replace(tzinfo=UTC))
     return max(times) if times else None

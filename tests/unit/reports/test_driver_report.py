@@ -57,3 +57,34 @@ def test_small_run_report_shows_microseconds_of_busy_time(tmp_path: Path) -> Non
         assert row[busy].endswith(("µs", "ms", " s")), row
         assert row[util] not in ("0%", ""), row
     assert 'data-state="success"' in html
+
+
+@pytest.mark.usefixtures("examples_importable")
+def test_kept_report_of_a_finished_run_does_not_say_running(tmp_path: Path) -> None:
+    """Issue 18 finding 1 on the driver's path: the submit records RUNNING, the driver
+    runs and writes its report; the kept report (and the state) say success only."""
+    from airflow_provider_rayorch.common.liveness import record_running
+    from airflow_provider_rayorch.reports import read_run_state
+
+    store = RunStore(str(tmp_path))
+    fingerprint = driver.import_factory(SPEC)().compile().fingerprint
+    store.write_plan(
+        PlanRecord(
+            run_id="run",
+            pipeline=SPEC,
+            fingerprint=str(fingerprint),
+            sources=["a b", "c\fd", "e"],
+            input_batch_size=2,
+            backend="local",
+        )
+    )
+    job_id = "rayorch-d-t-0123-try1"
+    assert record_running(store, "run", job_id, force=True)  # as the submit does
+    assert driver.run_plan(store, "run", report=job.write_report)["state"] == "success"
+    html = read_run_report(store, "run")
+    assert html is not None
+    assert 'data-state="success"' in html
+    assert "RUNNING" not in html
+    assert f"{job_id} is running" not in html
+    state = read_run_state(store, "run")
+    assert (state.state, state.job_status, state.message) == ("success", None, None)

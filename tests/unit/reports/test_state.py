@@ -39,9 +39,10 @@ def _record(status: str, at: datetime, message: str | None = "why") -> dict[str,
             id="stopped-long-ago-stays-stopped",
         ),
         pytest.param(
+            # superseded by a later commit: neither its status nor its message shows
             RunFacts(True, job_state=_record("FAILED", OLD), last_write=RECENT),
             "running",
-            "FAILED",
+            None,
             id="failed-record-of-an-earlier-attempt",
         ),
         pytest.param(
@@ -98,3 +99,43 @@ def test_terminal_states_carry_the_record_message_and_stale_ones_say_since_when(
         now=NOW,
     )
     assert retried.message is None
+
+
+# -- issue 18 finding 1: a finished run must not say it is running --------------------
+
+
+@pytest.mark.parametrize(
+    ("facts", "state"),
+    [
+        pytest.param(
+            RunFacts(True, "success", job_state=_record("RUNNING", OLD), last_write=RECENT),
+            "success",
+            id="submit-record-older-than-the-run-manifest",
+        ),
+        pytest.param(
+            RunFacts(True, "failed", job_state=_record("RUNNING", OLD), last_write=RECENT),
+            "failed",
+            id="failed-run-submit-record",
+        ),
+        pytest.param(
+            # a poller saw the job RUNNING in the seconds between the driver's run manifest
+            # and its exit: the run manifest is the driver's last word, the run has ended
+            RunFacts(True, "success", job_state=_record("RUNNING", RECENT), last_write=OLD),
+            "success",
+            id="heartbeat-after-the-run-manifest",
+        ),
+        pytest.param(
+            RunFacts(
+                True,
+                all_committed_state="success",
+                job_state=_record("PENDING", OLD),
+                last_write=RECENT,
+            ),
+            "success",
+            id="all-committed-after-a-pending-record",
+        ),
+    ],
+)
+def test_a_superseded_job_record_says_nothing(facts: RunFacts, state: str) -> None:
+    decided = decide_state(facts, now=NOW)
+    assert (decided.state, decided.job_status, decided.message) == (state, None, None)
