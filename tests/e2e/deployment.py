@@ -2,18 +2,17 @@
 
 ``airflow scheduler`` (LocalExecutor), ``airflow dag-processor``, ``airflow triggerer``
 and ``airflow api-server`` run against a throwaway ``AIRFLOW_HOME`` (SQLite), each in
-its own process group, with their logs in that home. Their ``HOME`` is a user home in
+its own process group, with their logs in that home. They are started and stopped by
+``scripts/deployment.py``, the script docs/airflow/getting-started.md tells users to
+run, so the documented way is the tested way. Their ``HOME`` is a user home in
 which a plain ``ray.init()`` has already written ``~/.ray/auth_token``, as on any
 machine that ever ran Ray, and no ``RAY_*`` variable is set for them.
 """
 
 from __future__ import annotations
 
-import contextlib
+import importlib.util
 import os
-import secrets
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,20 +24,41 @@ import requests
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+    from types import ModuleType
 
 PYTHON = sys.executable
-AIRFLOW = str(Path(PYTHON).with_name("airflow"))
-SIMPLE_AUTH_MANAGER = (
-    "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
-)
-COMPONENTS = ("scheduler", "dag_processor", "triggerer")
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "deployment.py"
 LOG_TAIL = 4000
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _load_script() -> ModuleType:
+    """scripts/deployment.py as a module (its process-group helpers); its name differs
+    from this module's."""
+    spec = importlib.util.spec_from_file_location("rayorch_deployment_script", SCRIPT)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+script = _load_script()
+free_port = script.free_port
+kill_group = script.kill_group
+
+
+def run_script(*args: str, env: Mapping[str, str], timeout: float) -> str:
+    """Run ``python scripts/deployment.py ARGS`` as the docs say; fail with its output."""
+    got = subprocess.run(
+        [PYTHON, str(SCRIPT), *args],
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert got.returncode == 0, f"scripts/deployment.py {' '.join(args)}:\n{got.stdout}{got.stderr}"
+    return got.stdout
 
 
 def user_environment(**overrides: str) -> dict[str, str]:
@@ -74,24 +94,44 @@ def prepare_user_home(home: Path, timeout: float = 180) -> Path:
 
 
 @dataclass
+class Group:
+    """A component's process group, as scripts/deployment.py started it (not a child of
+    this process): ``pid`` is its pgid."""
+
+    pid: int
+
+    def poll(self) -> int | None:
+        return None if script.group_alive(self.pid) else -1
+
+    def wait(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while script.group_alive(self.pid):
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"process group {self.pid}", timeout)
+            time.sleep(0.2)
+        return -1
+
+
+@dataclass
 class Process:
-    """One Airflow component: its command, its log file and its process group."""
+    """One Airflow component started by scripts/deployment.py: its log and its group."""
 
     name: str
-    cmd: list[str]
-    log: Path
-    proc: subprocess.Popen[bytes] | None = None
+    airflow_home: Path
+    proc: Group | None = None
+
+    @property
+    def log(self) -> Path:
+        return self.airflow_home / "deployment" / "logs" / f"{self.name}.log"
+
+    def refresh(self) -> None:
+        pgid = script.read_state(self.airflow_home)["groups"].get(self.name)
+        self.proc = None if pgid is None else Group(int(pgid))
 
     def start(self, env: Mapping[str, str]) -> None:
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(
-                self.cmd,
-                env=dict(env),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+        """(Re)start this component alone, through the script."""
+        run_script("start", "--component", self.name, env=env, timeout=60)
+        self.refresh()
 
     def exited(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
@@ -102,77 +142,6 @@ class Process:
         except OSError:
             return "(no log)"
         return text[-chars:]
-
-    def stop(self, grace: float = 20.0) -> None:
-        """SIGTERM the process group, SIGKILL it after ``grace`` seconds."""
-        if self.proc is None:
-            return
-        kill_group(self.proc.pid, grace)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(5)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return any(pid for pid, group in _processes() if group == pgid and _running(pid))
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _processes() -> list[tuple[int, int]]:
-    """(pid, pgid) of every process on the machine."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError):
-                found.append((int(entry), os.getpgid(int(entry))))
-    return found
-
-
-def kill_group(pgid: int, grace: float = 20.0) -> None:
-    """Stop one process group we started: SIGTERM, then SIGKILL after ``grace``."""
-    if pgid <= 1 or pgid == os.getpgrp():
-        raise ValueError(f"refusing to signal process group {pgid}")
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(-pgid, os.WNOHANG)
-            if not _group_alive(pgid):
-                return
-            time.sleep(0.2)
-
-
-def groups_started_under(airflow_home: Path) -> set[int]:
-    """Process groups of live processes whose environment has this ``AIRFLOW_HOME``:
-    everything the deployment started, Ray heads in sessions of their own included."""
-    marker = f"AIRFLOW_HOME={airflow_home}".encode()
-    own = {os.getpgrp(), os.getpid()}
-    groups = set()
-    for pid, pgid in _processes():
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as fh:
-                environ = fh.read().split(b"\0")
-        except OSError:
-            continue
-        if marker in environ and pgid not in own and _running(pid):
-            groups.add(pgid)
-    return groups
 
 
 @dataclass
@@ -186,6 +155,9 @@ class Deployment:
     landing: Path
     url: str
     env: dict[str, str]
+    #: the arguments of ``scripts/deployment.py`` that started it (tests/docs compares
+    #: them with the documented command)
+    start_args: list[str] = field(default_factory=list)
     processes: dict[str, Process] = field(default_factory=dict)
 
     @property
@@ -225,56 +197,29 @@ class Deployment:
             time.sleep(0.5)
 
     def health(self) -> dict[str, Any]:
-        got = requests.get(f"{self.url}/api/v2/monitor/health", timeout=5)
-        return dict(got.json()) if got.ok else {}
+        return dict(script.health(self.url))
 
     def healthy(self) -> bool:
-        health = self.health()
-        return bool(health) and all(
-            (health.get(c) or {}).get("status") == "healthy" for c in ("metadatabase", *COMPONENTS)
-        )
+        return bool(script.healthy(self.url))
 
     def stop(self) -> None:
-        """Stop every component's group, then whatever else they started (task runners,
-        loopback Ray heads in sessions of their own)."""
-        for name in ("scheduler", "triggerer", "dag-processor", "api-server"):
-            if name in self.processes:
-                self.processes[name].stop()
-        for pgid in groups_started_under(self.airflow_home):
-            kill_group(pgid, grace=10.0)
+        """``scripts/deployment.py stop``: every component's group, then whatever else
+        they started (task runners, loopback Ray heads in sessions of their own)."""
+        run_script("stop", "--airflow-home", str(self.airflow_home), env=self.env, timeout=300)
 
 
-def deployment_env(
-    root: Path, user_home: Path, dags_folder: Path, landing: Path, port: int
-) -> dict[str, str]:
-    """The environment of every component: a user's, plus the deployment's settings."""
+def deployment_env(user_home: Path, landing: Path) -> dict[str, str]:
+    """What the tests add to a user's environment for scripts/deployment.py (which sets
+    the deployment's own settings: home, port, auth manager, executor)."""
     from e2e_helpers import E2E_DAGS, EXAMPLES, ROOT
 
-    airflow_home = root / "airflow-home"
     return user_environment(
         HOME=str(user_home),
-        AIRFLOW_HOME=str(airflow_home),
         PYTHONPATH=os.pathsep.join([str(EXAMPLES), str(E2E_DAGS), str(ROOT)]),
         RAYORCH_LANDING=str(landing),
         # tests/e2e/dags' slow pipelines (e2e_retry must be caught mid-run)
         E2E_DELAY_S="0.2",
-        AIRFLOW__CORE__DAGS_FOLDER=str(dags_folder),
-        AIRFLOW__CORE__PLUGINS_FOLDER=str(airflow_home / "plugins"),
-        AIRFLOW__CORE__LOAD_EXAMPLES="False",
-        AIRFLOW__CORE__UNIT_TEST_MODE="False",
-        AIRFLOW__CORE__EXECUTOR="LocalExecutor",
         AIRFLOW__CORE__PARALLELISM="6",
-        AIRFLOW__CORE__EXECUTION_API_SERVER_URL=f"http://127.0.0.1:{port}/execution/",
-        AIRFLOW__CORE__AUTH_MANAGER=SIMPLE_AUTH_MANAGER,
-        AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS="True",
-        AIRFLOW__API_AUTH__JWT_SECRET=secrets.token_hex(16),
-        AIRFLOW__API__SECRET_KEY=secrets.token_hex(16),
-        AIRFLOW__API__HOST="127.0.0.1",
-        AIRFLOW__API__PORT=str(port),
-        AIRFLOW__API__BASE_URL=f"http://127.0.0.1:{port}",
-        AIRFLOW__API__WORKERS="1",
-        AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=str(free_port()),
-        AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT=str(free_port()),
         AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC="2",
         AIRFLOW__SCHEDULER__TASK_QUEUED_TIMEOUT="300",
         AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC="2",
@@ -287,8 +232,9 @@ def deployment_env(
 
 
 def start_deployment(root: Path, dag_files: list[Path], *, timeout: float = 240) -> Deployment:
-    """Migrate a fresh SQLite DB and start the four components; return once the API
-    server answers and it reports scheduler, DAG processor and triggerer healthy."""
+    """Start the four components with scripts/deployment.py, as
+    docs/airflow/getting-started.md says, under a user ``HOME`` where Ray wrote its
+    token; the script returns once /monitor/health reports them healthy."""
     from e2e_helpers import ROOT
 
     sys.path.insert(0, str(ROOT / "tests" / "unit" / "reports"))
@@ -301,23 +247,12 @@ def start_deployment(root: Path, dag_files: list[Path], *, timeout: float = 240)
     landing.mkdir()
     for dag_file in dag_files:
         (dags_folder / dag_file.name).symlink_to(dag_file)
-    port = free_port()
-    env = deployment_env(root, user_home, dags_folder, landing, port)
-    airflow_home = Path(env["AIRFLOW_HOME"])
+    airflow_home = root / "airflow-home"
     airflow_home.mkdir()
     plugins_folder(airflow_home)
-    logs = airflow_home / "component-logs"
-    logs.mkdir()
-    migrate = subprocess.run(
-        [AIRFLOW, "db", "migrate"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    (logs / "db-migrate.log").write_text(migrate.stdout + migrate.stderr)
-    assert migrate.returncode == 0, (migrate.stdout + migrate.stderr)[-LOG_TAIL:]
+    env = deployment_env(user_home, landing)
+    env["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(airflow_home / "plugins")
+    port = free_port()
     deployment = Deployment(
         root=root,
         airflow_home=airflow_home,
@@ -326,20 +261,19 @@ def start_deployment(root: Path, dag_files: list[Path], *, timeout: float = 240)
         landing=landing,
         url=f"http://127.0.0.1:{port}",
         env=env,
+        start_args=[
+            "start",
+            f"--airflow-home={airflow_home}",
+            f"--dags-folder={dags_folder}",
+            f"--port={port}",
+            f"--timeout={timeout:g}",
+        ],
     )
-    commands = {
-        "api-server": ["api-server", "-H", "127.0.0.1", "-p", str(port)],
-        "scheduler": ["scheduler", "--skip-serve-logs"],
-        "dag-processor": ["dag-processor"],
-        "triggerer": ["triggerer", "--skip-serve-logs"],
-    }
     try:
-        for name, args in commands.items():
-            process = Process(name, [AIRFLOW, *args], logs / f"{name}.log")
-            deployment.processes[name] = process
-            process.start(env)
-        deployment.wait(deployment.healthy, timeout, "a healthy deployment (/monitor/health)")
-    except BaseException:
-        deployment.stop()
-        raise
+        run_script(*deployment.start_args, env=env, timeout=timeout + 360)
+    finally:
+        deployment.env = {**env, **script.read_env(airflow_home)}
+        for name in script.COMPONENTS:
+            deployment.processes[name] = Process(name, airflow_home)
+            deployment.processes[name].refresh()
     return deployment
