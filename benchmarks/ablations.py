@@ -49,7 +49,7 @@ class ShuffledReadyQueue(ReadyQueue):
         order = self._order
         if self.single_parent or any(isinstance(e, _Pinned) for e in order):
             return super().take(batch_size)
-        live = [e for e in order if e[0].phase is _READY and e[0].gen == e[1]]  # type: ignore[index,union-attr]
+        live = [e for e in order if e[0].phase is _READY and e[0].gen == e[1]]  # type: ignore[index]
         if len(live) <= batch_size:
             order.clear()
             return [g for g, _ in live]  # type: ignore[misc]
@@ -61,7 +61,7 @@ class ShuffledReadyQueue(ReadyQueue):
                 batch.append(entry[0])  # type: ignore[index]
             else:
                 order.append(entry)
-        return batch  # type: ignore[return-value]
+        return batch
 
 
 def shuffled_queues(seed: int = 0) -> ReadyQueueFactory:

@@ -16,12 +16,15 @@ from __future__ import annotations
 import importlib
 import statistics
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .measure import all_actors_up
 from .workload import CostModel, Workload, digest, make_docs
+
+if TYPE_CHECKING:
+    from ray.data import Dataset
 
 __all__ = ["run_all"]
 
@@ -105,7 +108,7 @@ class WriteDoc:
 def rayorch_pipeline(ro: Any, w: Workload) -> Any:
     accel = {"num_cpus": 0, "resources": {"accel": 1}}
 
-    class Nested(ro.Pipeline):  # type: ignore[misc]
+    class Nested(ro.Pipeline):
         def __init__(self) -> None:
             self.split = (
                 ro.RayModule(SplitPages)
@@ -235,7 +238,7 @@ def run_raydata(
     times, ok = [], True
     for _ in range(rounds + 1):
         t = time.perf_counter()
-        ds = ray.data.from_items(rows, override_num_blocks=blocks_for(w))
+        ds: Dataset = ray.data.from_items(rows, override_num_blocks=blocks_for(w))
         ds = ds.flat_map(RDSplit, fn_constructor_args=(w.cost,), compute=pool(1), num_cpus=0)
         ds = ds.map_batches(
             RDDetect,

@@ -14,9 +14,12 @@ every execution).
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ray.data import Dataset
 
 __all__ = ["run_daft", "run_raydata"]
 
@@ -62,7 +65,7 @@ def run_raydata(
     ok = True
     for mode in ("cold", "warm"):
         t = time.perf_counter()
-        ds = ray.data.from_items(_source_rows(sources), override_num_blocks=blocks)
+        ds: Dataset = ray.data.from_items(_source_rows(sources), override_num_blocks=blocks)
         # Expansion and gather reserve no CPU, as in this engine: the two no-op actors
         # hold both CPUs of a 2-CPU node, and tasks reserving one would never run.
         ds = ds.flat_map(_expand, num_cpus=0)

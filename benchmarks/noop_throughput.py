@@ -35,7 +35,7 @@ class NoOp:
 
 
 def make_pipeline(ro: ModuleType, batch_size: int, replicas: int) -> Any:
-    class Fanout(ro.Pipeline):  # type: ignore[name-defined,misc]
+    class Fanout(ro.Pipeline):  # type: ignore[name-defined]
         def __init__(self) -> None:
             self.split = ro.RayModule(NoOp).ray_options(
                 replicas=1, batch_size=batch_size, num_cpus=0

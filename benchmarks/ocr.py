@@ -77,7 +77,7 @@ def pipeline(ro: Any) -> Any:
 
     light = {"num_cpus": 0.1}
 
-    class Ocr(ro.Pipeline):  # type: ignore[misc]
+    class Ocr(ro.Pipeline):
         def __init__(self) -> None:
             self.open = ro.RayModule(OpenPdf).returns(2).ray_options(batch_size=8, **light)
             self.render = (

@@ -13,7 +13,7 @@ stage, as for the rayorch engines.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from airflow_provider_rayorch.workloads.document_stages import (
     RecognizeText,
     RenderPage,
 )
+
+if TYPE_CHECKING:
+    from ray.data import Dataset
 
 __all__ = ["run_daft", "run_raydata"]
 
@@ -92,7 +95,7 @@ def assemble_doc(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 # -- Ray Data -----------------------------------------------------------------------------
 def _records(batch: Any) -> list[dict[str, Any]]:
-    return batch.to_dict("records")  # type: ignore[no-any-return]
+    return batch.to_dict("records")
 
 
 def _frame(rows: list[dict[str, Any]]) -> Any:
@@ -146,11 +149,11 @@ def run_raydata(paths: list[str], *, rounds: int) -> dict[str, Any]:
     texts: list[str] = []
     for _ in range(1 + rounds):
         t = time.perf_counter()
-        ds = ray.data.from_items(
+        ds: Dataset = ray.data.from_items(
             [{"doc": i, "path": p} for i, p in enumerate(paths)], override_num_blocks=len(paths)
         )
         ds = ds.flat_map(open_rows, num_cpus=0.1)
-        common = {"batch_format": "pandas", "num_cpus": 0.5}
+        common: dict[str, Any] = {"batch_format": "pandas", "num_cpus": 0.5}
         ds = ds.map_batches(_RDRender, batch_size=4, compute=pool(1), **common)
         ds = ds.map_batches(_RDDetect, batch_size=2, compute=pool(1), **common)
         ds = ds.map_batches(_RDRecognize, batch_size=32, compute=pool(1), **common)

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..measure import Measurement, expected_digests, measure
 from ..workload import PageModel, Render, Split, Workload, Write, make_docs
+
+if TYPE_CHECKING:
+    from ray.data import Dataset
 
 __all__ = ["available", "run_pair", "version"]
 
@@ -107,7 +110,7 @@ def build(
 ) -> Any:
     import ray.data
 
-    ds = ray.data.from_items(docs, override_num_blocks=blocks or blocks_for(w))
+    ds: Dataset = ray.data.from_items(docs, override_num_blocks=blocks or blocks_for(w))
     ds = ds.flat_map(SplitRow, fn_constructor_args=(w,), compute=pool(w.split_replicas), num_cpus=0)
     ds = ds.map_batches(
         RenderBatch,

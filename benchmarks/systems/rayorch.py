@@ -57,7 +57,7 @@ def make_pipeline(
     )
     accel = {"num_cpus": 0, "resources": {"accel": 1}}
 
-    class DocPipeline(ro.Pipeline):  # type: ignore[name-defined,misc]
+    class DocPipeline(ro.Pipeline):  # type: ignore[name-defined]
         def __init__(self) -> None:
             self.split = (
                 ro.RayModule(Split)
