@@ -23,10 +23,10 @@ from airflow_provider_rayorch.exceptions import (
 )
 from airflow_provider_rayorch.runs.attempts import (
     REPAIR_ACTIVE,
-    RepairLease,
     read_repairs,
     write_repair,
 )
+from airflow_provider_rayorch.runs.lease import RepairLease
 
 if TYPE_CHECKING:
     import logging

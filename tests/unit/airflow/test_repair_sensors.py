@@ -13,7 +13,8 @@ from test_repair_operator import _Cluster
 
 from airflow_provider_rayorch.exceptions import RayOrchJobFailed, RayOrchPlanChanged
 from airflow_provider_rayorch.runs import driver
-from airflow_provider_rayorch.runs.attempts import RepairLease, read_repair, write_repair
+from airflow_provider_rayorch.runs.attempts import read_repair, write_repair
+from airflow_provider_rayorch.runs.lease import RepairLease
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 from airflow_provider_rayorch.sensors.rayorch import RayOrchMicrobatchSensor, RayOrchRunSensor
 

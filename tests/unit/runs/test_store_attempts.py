@@ -1,16 +1,14 @@
-"""Run-store repair bookkeeping: attempt files, manifest replace, the repair lease."""
+"""Run-store repair bookkeeping: attempt files, manifest replace, repair records
+(the repair lease: test_lease.py)."""
 
 from __future__ import annotations
 
 import json
-import threading
-import time
 from typing import TYPE_CHECKING
 
 import pytest
 
 from airflow_provider_rayorch.runs.attempts import (
-    RepairLease,
     read_repair,
     read_repairs,
     write_repair,
@@ -56,49 +54,6 @@ def test_explicit_source_ids_are_written(tmp_path: Path) -> None:
     store.write_outputs("r", 0, "out", 0, ROWS_2, sources=[5, 9])
     store.commit_microbatch("r", 0, {})
     assert [r["source"] for r in store.read_outputs("r")] == [5, 9]
-
-
-def test_the_lease_has_one_holder_at_a_time(tmp_path: Path) -> None:
-    store = RunStore(str(tmp_path))
-    a, b = RepairLease(store, "r", "a"), RepairLease(store, "r", "b")
-    assert a.acquire()
-    assert a.acquire()  # ours already
-    assert not b.acquire()
-    assert b.holder()["owner"] == "a"
-    b.release()  # not ours: no effect
-    assert not b.acquire()
-    a.release()
-    assert b.acquire()
-    assert not a.acquire()
-
-
-def test_an_expired_lease_is_taken_over(tmp_path: Path) -> None:
-    store = RunStore(str(tmp_path))
-    dead = RepairLease(store, "r", "dead", ttl_s=0.0)
-    assert dead.acquire()
-    alive = RepairLease(store, "r", "alive")
-    deadline = time.time() + 5
-    while not alive.acquire():  # expired at once; a condition, not a timing
-        assert time.time() < deadline
-    assert alive.holder()["owner"] == "alive"
-
-
-def test_concurrent_acquires_give_exactly_one_holder(tmp_path: Path) -> None:
-    store = RunStore(str(tmp_path))
-    won: list[str] = []
-    barrier = threading.Barrier(8)
-
-    def take(name: str) -> None:
-        barrier.wait()
-        if RepairLease(store, "r", name).acquire():
-            won.append(name)
-
-    threads = [threading.Thread(target=take, args=(f"t{i}",)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(won) == 1
 
 
 @pytest.mark.parametrize("status", ["running", "committed"])
