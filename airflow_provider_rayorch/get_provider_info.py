@@ -66,6 +66,14 @@ def get_provider_info() -> dict[str, Any]:
                         "(local path, s3://, gs://); shared by the workers and the cluster.",
                         "schema": {"type": ["string", "null"]},
                     },
+                    "run_store_options": {
+                        "label": "Run store options",
+                        "description": "JSON object of pyarrow filesystem options for the "
+                        "run store: endpoint_override, scheme, region, access_key, "
+                        "secret_key, session_token, ... (secret values are masked). Never put "
+                        "credentials in the URI; empty uses the credential chain.",
+                        "schema": {"type": ["object", "null"], "format": "json"},
+                    },
                     "runtime_env": {
                         "label": "Ray runtime_env",
                         "description": "JSON object merged under each operator's runtime_env "

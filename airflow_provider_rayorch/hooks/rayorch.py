@@ -8,9 +8,16 @@ Connection fields:
 - ``password``: the Ray auth token, sent as ``Authorization: Bearer ...`` and masked.
   For the address of a loopback head this provider started (``local_head=True``),
   that head's own token (read from its token file) is sent instead.
-- ``extra``: ``runtime_env`` (dict), ``run_store`` (filesystem URI), ``namespace``,
-  ``ray_init_kwargs`` (embedded Ray only), ``dashboard_url`` (browser address of the
-  dashboard when it differs from ``host``), ``verify`` (TLS), ``timeout`` (seconds).
+- ``extra``: ``runtime_env`` (dict), ``run_store`` (filesystem URI, never with
+  credentials), ``run_store_options`` (pyarrow filesystem options: endpoint, region,
+  keys), ``namespace``, ``ray_init_kwargs`` (embedded Ray only), ``dashboard_url``
+  (browser address of the dashboard when it differs from ``host``), ``verify`` (TLS),
+  ``timeout`` (seconds).
+
+Every secret value (token, secret run-store options, ``runtime_env.env_vars``
+values, secret-named ``ray_init_kwargs``) is registered with Airflow's secrets
+masker as soon as the settings are read; the run-store options reach a Ray job's
+driver through its ``runtime_env`` environment, never its command line.
 
 With no ``rayorch_default`` connection defined, the hook falls back to the embedded
 local Ray.
@@ -19,10 +26,9 @@ local Ray.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -33,101 +39,30 @@ from airflow_provider_rayorch.common import local_heads
 from airflow_provider_rayorch.common.states import JobStatus
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.hooks.jobs_api import Contact, JobsApi, TokenChoice
+from airflow_provider_rayorch.hooks.settings import (
+    DEFAULT_PORT,
+    RayOrchSettings,
+    default_run_store,
+    merge_runtime_env,
+)
+from airflow_provider_rayorch.runs.secrets import driver_env, ray_init_secrets
 
 if TYPE_CHECKING:
     from airflow_provider_rayorch.runs.store import RunStore
 
-__all__ = ["ACTIVE_STATES", "TERMINAL_STATES", "RayOrchHook", "RayOrchSettings"]
+__all__ = [
+    "ACTIVE_STATES",
+    "DEFAULT_PORT",
+    "TERMINAL_STATES",
+    "RayOrchHook",
+    "RayOrchSettings",
+    "default_run_store",
+    "merge_runtime_env",
+]
 
-DEFAULT_PORT = 8265
 #: Kept for callers of earlier versions; prefer ``JobStatus.is_active``.
 ACTIVE_STATES = frozenset({JobStatus.PENDING, JobStatus.RUNNING})
 TERMINAL_STATES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED})
-
-
-def _as_dict(value: Any, name: str) -> dict[str, Any]:
-    if value in (None, ""):
-        return {}
-    if isinstance(value, str):
-        value = json.loads(value)
-    if not isinstance(value, Mapping):
-        raise ValueError(f"connection extra {name!r} must be a JSON object")
-    return dict(value)
-
-
-def default_run_store() -> str:
-    """``$AIRFLOW_HOME/rayorch/runs`` (a local path: shared only on one machine)."""
-    home = os.environ.get("AIRFLOW_HOME") or os.path.join(os.path.expanduser("~"), "airflow")
-    return os.path.join(home, "rayorch", "runs")
-
-
-def merge_runtime_env(
-    base: Mapping[str, Any], override: Mapping[str, Any] | None
-) -> dict[str, Any]:
-    """Operator ``runtime_env`` over the connection's: ``env_vars`` merged key by key,
-    ``py_modules`` concatenated, every other key replaced."""
-    merged = dict(base)
-    for key, value in (override or {}).items():
-        if key == "env_vars" and isinstance(value, Mapping):
-            merged[key] = {**dict(merged.get(key) or {}), **value}
-        elif key == "py_modules" and isinstance(value, list):
-            merged[key] = [*list(merged.get(key) or []), *value]
-        else:
-            merged[key] = value
-    return merged
-
-
-@dataclass(frozen=True)
-class RayOrchSettings:
-    """What a ``rayorch`` connection says, parsed."""
-
-    address: str | None = None
-    token: str | None = field(default=None, repr=False)
-    runtime_env: dict[str, Any] = field(default_factory=dict)
-    run_store: str = field(default_factory=default_run_store)
-    namespace: str | None = None
-    ray_init_kwargs: dict[str, Any] = field(default_factory=dict)
-    dashboard_url: str | None = None
-    verify: bool | str = True
-    timeout: float = 10.0
-    #: Where ``token`` came from: ``"connection"``, ``"local_head"`` or ``"none"``.
-    token_source: str = "none"
-    #: The loopback head's token file, when ``address`` is a head this provider started.
-    local_head_token_path: str | None = None
-
-    @property
-    def is_local_head(self) -> bool:
-        return self.local_head_token_path is not None
-
-    @property
-    def embedded(self) -> bool:
-        return not self.address
-
-    @classmethod
-    def from_connection(cls, conn: Any) -> RayOrchSettings:
-        extra = conn.extra_dejson if conn is not None else {}
-        host = (getattr(conn, "host", None) or "").strip()
-        address = None
-        if host:
-            scheme = getattr(conn, "schema", None) or "http"
-            address = host if "://" in host else f"{scheme}://{host}"
-            hostport = address.split("://", 1)[1]
-            if ":" not in hostport.split("/", 1)[0]:
-                address = f"{address.rstrip('/')}:{conn.port or DEFAULT_PORT}"
-            address = address.rstrip("/")
-        token = getattr(conn, "password", None) or None
-        return cls(
-            address=address,
-            token=token,
-            token_source="connection" if token else "none",
-            runtime_env=_as_dict(extra.get("runtime_env"), "runtime_env"),
-            run_store=str(extra.get("run_store") or default_run_store()),
-            namespace=extra.get("namespace") or None,
-            ray_init_kwargs=_as_dict(extra.get("ray_init_kwargs"), "ray_init_kwargs"),
-            dashboard_url=(extra.get("dashboard_url") or None),
-            verify=extra.get("verify", True),
-            timeout=float(extra.get("timeout") or 10.0),  # the form stores empty as null
-        )
 
 
 class RayOrchHook(BaseHook):
@@ -185,10 +120,7 @@ class RayOrchHook(BaseHook):
             )
         if changes:
             settings = replace(settings, **changes)
-        if settings.token:
-            from airflow.sdk.log import mask_secret
-
-            mask_secret(settings.token)
+        mask_secrets(settings.secrets())
         return settings
 
     def _missing(self, exc: Exception) -> None:
@@ -239,10 +171,17 @@ class RayOrchHook(BaseHook):
     def run_store_uri(self) -> str:
         return self.settings.run_store
 
-    def run_store(self) -> RunStore:
+    def run_store(self, uri: str | None = None) -> RunStore:
+        """The run store at ``uri`` (default: the connection's ``run_store``), opened with
+        the connection's ``run_store_options``."""
         from airflow_provider_rayorch.runs.store import RunStore
 
-        return RunStore(self.settings.run_store)
+        return RunStore(uri or self.settings.run_store, self.settings.run_store_options)
+
+    async def arun_store(self, uri: str | None = None) -> RunStore:
+        """``run_store`` for triggers: the async connection API, pyarrow off the loop."""
+        settings = await self.asettings()
+        return await asyncio.to_thread(self.run_store, uri or settings.run_store)
 
     def runtime_env(self, override: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The connection's ``runtime_env`` with the operator's merged over it."""
@@ -313,9 +252,12 @@ class RayOrchHook(BaseHook):
         from airflow_provider_rayorch.hooks.packages import prepare_runtime_env
 
         env = self.runtime_env(runtime_env)
+        mask_secrets(ray_init_secrets(None, env))
+        handed: dict[str, str] = driver_env(self.settings.run_store_options)
         if self.settings.namespace:
-            env.setdefault("env_vars", {})
-            env["env_vars"] = {**env["env_vars"], "RAY_NAMESPACE": self.settings.namespace}
+            handed["RAY_NAMESPACE"] = self.settings.namespace
+        if handed:  # the store's options by environment: the entrypoint is shown to anyone
+            env["env_vars"] = {**dict(env.get("env_vars") or {}), **handed}
         api = self.api
         body: dict[str, Any] = {
             "entrypoint": entrypoint,
@@ -425,6 +367,16 @@ class RayOrchHook(BaseHook):
         finally:
             self._name_conn = True
         return True, f"Ray Jobs API reachable at {self.settings.address} (Ray {version})"
+
+
+def mask_secrets(values: list[str]) -> None:
+    """Register ``values`` with Airflow's secrets masker (task and supervisor logs)."""
+    if not values:
+        return
+    from airflow.sdk.log import mask_secret
+
+    for value in values:
+        mask_secret(value)
 
 
 def _info_dict(info: Any) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from airflow_provider_rayorch.exceptions import (
 )
 
 __all__ = [
+    "check_run_store_setting",
     "compile_plan",
     "derive_run_id",
     "pipeline_spec",
@@ -113,6 +114,15 @@ def _not_importable_here(spec: str, exc: BaseException, remote: bool) -> str:
             "`py_modules` or `working_dir`, or install it on every node."
         )
     return message
+
+
+def check_run_store_setting(run_store: str | None) -> None:
+    """Refuse, at DAG parse, an operator ``run_store`` URI that carries credentials
+    (a templated one is checked when the task opens it)."""
+    if run_store and "{{" not in str(run_store):
+        from airflow_provider_rayorch.runs.secrets import check_uri
+
+        check_uri(str(run_store), "run_store")
 
 
 def compile_pipeline(
@@ -234,7 +244,6 @@ def prepare_plan(
     max_active_input_batches: int,
     max_failed_ratio: float,
     backend: str,
-    ray_init_kwargs: Mapping[str, Any],
     on_plan_change: str,
     n_columns: int = 1,
     compiled: Any = None,
@@ -246,6 +255,7 @@ def prepare_plan(
     this one: ``on_plan_change="fail"`` raises, ``"replace"`` deletes the old run.
     With ``repair`` the stored plan is kept when only schedule-only options differ
     (the driver checks the semantic fingerprint and says what changed otherwise).
+    The record holds what names the run, never the connection's Ray settings.
     """
     import json
 
@@ -266,7 +276,9 @@ def prepare_plan(
         pipeline_kwargs=dict(pipeline_kwargs),
         max_failed_ratio=float(max_failed_ratio),
         backend=backend,
-        ray_init_kwargs=dict(ray_init_kwargs),
+        # no Ray settings: they hold secrets (runtime_env env_vars, _redis_password); each
+        # launch hands the driver the connection's, by environment (runs/secrets.py)
+        ray_init_kwargs={},
         created_at=datetime.now().astimezone().isoformat(),
         n_columns=int(n_columns),
         **_semantics(compiled),

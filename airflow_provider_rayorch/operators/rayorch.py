@@ -40,10 +40,11 @@ from airflow_provider_rayorch.exceptions import (
     RayOrchPipelineNotImportable,
     RayOrchPlanChanged,
 )
-from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+from airflow_provider_rayorch.hooks.rayorch import RayOrchHook, mask_secrets
 from airflow_provider_rayorch.links.rayorch import RayJobLink
 from airflow_provider_rayorch.links.report import RayOrchReportLink
 from airflow_provider_rayorch.operators import _common
+from airflow_provider_rayorch.runs.secrets import driver_env, ray_init_secrets
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger
 
 if TYPE_CHECKING:
@@ -223,6 +224,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         self.max_failed_ratio = float(max_failed_ratio)
         self.deferrable = deferrable
         self.runtime_env = dict(runtime_env or {})
+        _common.check_run_store_setting(run_store)
         self.run_store = run_store
         self.ray_address = ray_address
         self.backend = backend
@@ -253,13 +255,18 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
     def _store(self) -> RunStore:
         from airflow_provider_rayorch.runs.store import RunStore
 
-        return RunStore(self.run_store or self.hook.run_store_uri)
+        # the connection's run_store_options (endpoint, region, keys) open any store URI
+        settings = self.hook.settings
+        return RunStore(self.run_store or self.hook.run_store_uri, settings.run_store_options)
 
     def _run_id(self, context: Context) -> str:
         return _common.run_id_from_context(context)
 
     def _ray_init_kwargs(self) -> dict[str, Any]:
-        """Options for an embedded Ray (the connection's, plus runtime_env/namespace)."""
+        """Options for an embedded Ray (the connection's, plus runtime_env/namespace).
+
+        They hold secrets (``runtime_env.env_vars``, ``_redis_password``): masked here,
+        handed to the driver by environment (:meth:`_driver_env`), never stored."""
         if not self.hook.embedded:
             return {}
         # No dashboard by default: nobody browses an embedded Ray, and it costs a slow start.
@@ -269,12 +276,18 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             kwargs["runtime_env"] = env
         if self.hook.settings.namespace:
             kwargs.setdefault("namespace", self.hook.settings.namespace)
+        mask_secrets(ray_init_secrets(kwargs))
         return kwargs
+
+    def _driver_env(self) -> dict[str, str]:
+        """The embedded driver's run-store and ``ray.init()`` options, by environment."""
+        return driver_env(self.hook.settings.run_store_options, self._ray_init_kwargs())
 
     def prepare(self, context: Context) -> PlanRecord:
         """Compile here, then write (or reuse) the plan record; nothing is submitted yet."""
         remote = not self.hook.embedded
         env = self.hook.runtime_env(self.runtime_env)
+        mask_secrets(ray_init_secrets(None, env))  # the operator's env_vars too
         compiled = _common.compile_plan(
             self.pipeline,
             self.pipeline_kwargs,
@@ -300,7 +313,6 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             max_active_input_batches=self.max_active_input_batches,
             max_failed_ratio=self.max_failed_ratio,
             backend=self.backend,
-            ray_init_kwargs=self._ray_init_kwargs(),
             on_plan_change=self.on_plan_change,
             n_columns=n_columns,
             compiled=compiled,
@@ -370,7 +382,8 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         """Run the driver as a child process (its own process group) with a local Ray."""
         token_dir = tempfile.mkdtemp(prefix="rayorch-driver-")  # mode 0700
         try:
-            self._run_driver_process(plan, embedded_ray_env(os.environ, token_dir))
+            env = {**embedded_ray_env(os.environ, token_dir), **self._driver_env()}
+            self._run_driver_process(plan, env)
         finally:
             shutil.rmtree(token_dir, ignore_errors=True)
 

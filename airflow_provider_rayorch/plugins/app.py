@@ -29,6 +29,7 @@ _READ_TI = Depends(requires_access_dag("GET", DagAccessEntity.TASK_INSTANCE))
 def report_html(ref: resolve.RunRef) -> str | None:
     """The stored report of a run showing the run's state as of now, else (none stored,
     or a repair came after it) one rendered now from the run store alone."""
+    from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
     from airflow_provider_rayorch.reports import (
         read_run_report,
         read_run_state,
@@ -36,9 +37,8 @@ def report_html(ref: resolve.RunRef) -> str | None:
         report_outdated,
         restate_report,
     )
-    from airflow_provider_rayorch.runs.store import RunStore
 
-    store = RunStore(ref.store_uri)
+    store = RayOrchHook().run_store(ref.store_uri)  # with rayorch_default's run_store_options
     # a repair since the driver's report: render the repaired state from the store
     html = None if report_outdated(store, ref.run_id) else read_run_report(store, ref.run_id)
     if html is None:
@@ -52,11 +52,11 @@ def report_html(ref: resolve.RunRef) -> str | None:
 
 def _state(run: resolve.TaskRun) -> RunState:
     """The run's state for the lists (see ``reports.state`` for the rule)."""
+    from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
     from airflow_provider_rayorch.reports import RunState, read_run_state
-    from airflow_provider_rayorch.runs.store import RunStore
 
     try:
-        return read_run_state(RunStore(run.store_uri), run.rayorch_run_id)
+        return read_run_state(RayOrchHook().run_store(run.store_uri), run.rayorch_run_id)
     except Exception as exc:  # an unreachable store must not break the list
         return RunState("?", message=f"cannot read the run store: {type(exc).__name__}: {exc}")
 

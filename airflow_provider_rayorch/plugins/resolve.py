@@ -55,9 +55,10 @@ def _loads(value: Any) -> Any:
 
 
 def _store_of_summary(summary: Mapping[str, Any]) -> str | None:
+    from airflow_provider_rayorch.runs.uris import store_root_of  # the query string kept
+
     uri = str((summary.get("outputs") or {}).get("uri") or "")
-    marker = f"/{summary.get('run_id')}/outputs"
-    return uri[: uri.rindex(marker)] if marker in uri else None
+    return store_root_of(uri, str(summary.get("run_id")))
 
 
 def ref_from_values(values: Mapping[str, Any]) -> RunRef | None:

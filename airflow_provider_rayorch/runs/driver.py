@@ -33,6 +33,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_rayorch.rayorch import summary as summaries
 from airflow_provider_rayorch.rayorch.errors import DriverError
+from airflow_provider_rayorch.runs.secrets import (
+    ray_init_kwargs_from_env,
+    run_store_options_from_env,
+)
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore, rows_of
 
 if TYPE_CHECKING:
@@ -307,7 +311,7 @@ def run_plan(
             pipeline,
             address=address,
             backend=plan.backend,
-            ray_init_kwargs=plan.ray_init_kwargs or None,
+            ray_init_kwargs=ray_init_kwargs_from_env(plan.ray_init_kwargs) or None,
         ) as executor:
             stream = executor.stream(
                 *plan.columns(),
@@ -424,7 +428,7 @@ def main(argv: Sequence[str] | None = None, *, report: ReportWriter | None = Non
         address = args.address or os.environ.get("RAY_ADDRESS") or None
         if args.repair is not None:
             repair_plan(
-                RunStore(args.run_store),
+                RunStore(args.run_store, run_store_options_from_env()),
                 args.run_id,
                 args.repair,
                 address=address,
@@ -433,7 +437,8 @@ def main(argv: Sequence[str] | None = None, *, report: ReportWriter | None = Non
                 report=report,
             )
         else:
-            run_plan(RunStore(args.run_store), args.run_id, address=address, report=report)
+            store = RunStore(args.run_store, run_store_options_from_env())
+            run_plan(store, args.run_id, address=address, report=report)
     except DriverError as exc:
         _emit("ERROR", {"message": str(exc), "exit_code": exc.exit_code})
         return exc.exit_code

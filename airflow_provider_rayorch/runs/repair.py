@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.rayorch import summary as summaries
 from airflow_provider_rayorch.rayorch.errors import DriverError
+from airflow_provider_rayorch.runs.secrets import ray_init_kwargs_from_env
 from airflow_provider_rayorch.runs.store import rows_of
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def repair_microbatches(
         pipeline,
         address=address,
         backend=plan.backend,
-        ray_init_kwargs=plan.ray_init_kwargs or None,
+        ray_init_kwargs=ray_init_kwargs_from_env(plan.ray_init_kwargs) or None,
     ) as executor:
         for mb in executor.stream(
             *plan.columns(),

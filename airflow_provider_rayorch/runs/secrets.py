@@ -17,14 +17,21 @@ import json
 import os
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+
+from airflow_provider_rayorch.rayorch.errors import StoreError
 
 __all__ = [
     "RAY_INIT_KWARGS_ENV",
     "RUN_STORE_OPTIONS_ENV",
+    "RunStoreSettingError",
+    "check_uri",
     "driver_env",
+    "is_local",
     "is_secret_key",
     "ray_init_kwargs_from_env",
     "ray_init_secrets",
+    "redact_uri",
     "run_store_options_from_env",
     "secret_option_values",
 ]
@@ -33,6 +40,9 @@ __all__ = [
 RUN_STORE_OPTIONS_ENV = "RAYORCH_RUN_STORE_OPTIONS"
 #: An embedded driver's ``ray.init()`` options (a JSON object), runtime_env included.
 RAY_INIT_KWARGS_ENV = "RAYORCH_RAY_INIT_KWARGS"
+
+_OPTIONS = "run_store_options"
+_HIDDEN = "***"
 
 #: A setting whose name holds one of these is a secret (``secret_key``,
 #: ``session_token``, ``_redis_password``, ``access_key``, ``api_key``, ...).
@@ -49,6 +59,16 @@ _SECRET_WORDS = (
     "signature",
     "auth",
 )
+
+
+class RunStoreSettingError(StoreError, ValueError):
+    """A run store URI or its options are unusable (credentials in the URI, an option
+    the filesystem does not take); the message names the setting and the fix."""
+
+
+def is_local(uri: str) -> bool:
+    """A plain path (no scheme): the local filesystem."""
+    return "://" not in uri
 
 
 def is_secret_key(name: str) -> bool:
@@ -130,3 +150,45 @@ def ray_init_kwargs_from_env(
     written before secrets left the store) when none were handed over."""
     handed = _json_object(RAY_INIT_KWARGS_ENV, os.environ if environ is None else environ)
     return dict(stored or {}) if handed is None else handed
+
+
+def _credentials(uri: str) -> list[str]:
+    """Where ``uri`` carries credentials (never the values themselves)."""
+    if is_local(uri):
+        return []
+    split = urlsplit(uri)
+    found = ["user information before '@'"] if "@" in split.netloc else []
+    keys = [k for k, _ in parse_qsl(split.query, keep_blank_values=True) if is_secret_key(k)]
+    found.extend(f"query key {k!r}" for k in dict.fromkeys(keys))
+    return found
+
+
+def redact_uri(uri: str) -> str:
+    """``uri`` with its user information and secret query values replaced by ``***``."""
+    if is_local(uri):
+        return uri
+    split = urlsplit(uri)
+    netloc = split.netloc
+    if "@" in netloc:
+        netloc = f"{_HIDDEN}@{netloc.rpartition('@')[2]}"
+    pairs = parse_qsl(split.query, keep_blank_values=True)
+    query = "&".join(
+        f"{quote(k, safe='')}={_HIDDEN if is_secret_key(k) else quote(v, safe=':/,')}"
+        for k, v in pairs
+    )
+    return urlunsplit((split.scheme, netloc, split.path, query, split.fragment))
+
+
+def check_uri(uri: str, setting: str = "run_store") -> None:
+    """Refuse a URI that carries credentials; the message never repeats them."""
+    where = _credentials(uri)
+    if where:
+        raise RunStoreSettingError(
+            f"{setting} URI {redact_uri(uri)} carries credentials ({', '.join(where)}): "
+            "a URI is logged, pushed to XCom and written into the run store, so it must "
+            f"not hold secrets. Remove them from the URI and put them in the connection "
+            f"extra {_OPTIONS} (for example "
+            '{"access_key": "...", "secret_key": "...", "endpoint_override": "host:port"}), '
+            "or leave them out and let the credential chain find them (IAM roles, AWS_* "
+            "variables, GCS application default credentials)."
+        )

@@ -18,12 +18,16 @@ import os
 import posixpath
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import pyarrow.fs as pafs
 
-from airflow_provider_rayorch.rayorch.errors import StoreError
-from airflow_provider_rayorch.runs.secrets import is_secret_key
+from airflow_provider_rayorch.runs.secrets import (
+    RunStoreSettingError,
+    check_uri,
+    is_local,
+    redact_uri,
+)
 
 __all__ = [
     "RunStoreSettingError",
@@ -37,19 +41,8 @@ __all__ = [
 ]
 
 _OPTIONS = "run_store_options"
-_HIDDEN = "***"
 #: query values pyarrow's ``from_uri`` reads as booleans
 _BOOLEAN_WORDS = {"true": True, "false": False}
-
-
-class RunStoreSettingError(StoreError, ValueError):
-    """A run store URI or its options are unusable (credentials in the URI, an option
-    the filesystem does not take); the message names the setting and the fix."""
-
-
-def is_local(uri: str) -> bool:
-    """A plain path (no scheme): the local filesystem."""
-    return "://" not in uri
 
 
 def split_query(uri: str) -> tuple[str, str]:
@@ -80,48 +73,6 @@ def store_root_of(outputs_uri: str, run_id: str) -> str | None:
         return None
     root = base[: base.rindex(marker)]
     return f"{root}?{query}" if query else root
-
-
-def _credentials(uri: str) -> list[str]:
-    """Where ``uri`` carries credentials (never the values themselves)."""
-    if is_local(uri):
-        return []
-    split = urlsplit(uri)
-    found = ["user information before '@'"] if "@" in split.netloc else []
-    keys = [k for k, _ in parse_qsl(split.query, keep_blank_values=True) if is_secret_key(k)]
-    found.extend(f"query key {k!r}" for k in dict.fromkeys(keys))
-    return found
-
-
-def redact_uri(uri: str) -> str:
-    """``uri`` with its user information and secret query values replaced by ``***``."""
-    if is_local(uri):
-        return uri
-    split = urlsplit(uri)
-    netloc = split.netloc
-    if "@" in netloc:
-        netloc = f"{_HIDDEN}@{netloc.rpartition('@')[2]}"
-    pairs = parse_qsl(split.query, keep_blank_values=True)
-    query = "&".join(
-        f"{quote(k, safe='')}={_HIDDEN if is_secret_key(k) else quote(v, safe=':/,')}"
-        for k, v in pairs
-    )
-    return urlunsplit((split.scheme, netloc, split.path, query, split.fragment))
-
-
-def check_uri(uri: str, setting: str = "run_store") -> None:
-    """Refuse a URI that carries credentials; the message never repeats them."""
-    where = _credentials(uri)
-    if where:
-        raise RunStoreSettingError(
-            f"{setting} URI {redact_uri(uri)} carries credentials ({', '.join(where)}): "
-            "a URI is logged, pushed to XCom and written into the run store, so it must "
-            f"not hold secrets. Remove them from the URI and put them in the connection "
-            f"extra {_OPTIONS} (for example "
-            '{"access_key": "...", "secret_key": "...", "endpoint_override": "host:port"}), '
-            "or leave them out and let the credential chain find them (IAM roles, AWS_* "
-            "variables, GCS application default credentials)."
-        )
 
 
 def _query_options(query: str) -> dict[str, Any]:

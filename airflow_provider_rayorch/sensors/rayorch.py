@@ -118,9 +118,8 @@ class _RunStoreSensor(BaseSensorOperator):
         return RayOrchHook(self.rayorch_conn_id, address=self.ray_address)
 
     def _store(self) -> RunStore:
-        from airflow_provider_rayorch.runs.store import RunStore
-
-        return RunStore(self.run_store)
+        # the connection's run_store_options (endpoint, region, keys) open the store URI
+        return RayOrchHook(self.rayorch_conn_id).run_store(self.run_store)
 
     @property
     def _job(self) -> str | None:

@@ -118,8 +118,8 @@ class RayOrchJobTrigger(BaseTrigger):
             self.log.info("log tail of %s ended: %s", self.job_id, exc)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        store = (await _load_store_class())(self.run_store)
         hook = self._hook()
+        store = await hook.arun_store(self.run_store)  # with the connection's options
         tail = asyncio.create_task(self._tail(hook)) if self.tail_logs else None
         seen = -1
         try:
@@ -279,7 +279,9 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
         return JobStatus.parse(status)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        store = (await _load_store_class())(self.run_store)
+        store = await RayOrchHook(
+            self.rayorch_conn_id, address=self.address, answered_before=True
+        ).arun_store(self.run_store)  # with the connection's run_store_options
         hook = (
             RayOrchHook(self.rayorch_conn_id, address=self.address, answered_before=True)
             if self.job_id
