@@ -5,12 +5,21 @@ timeout, TLS verification (``True``, ``False`` or a CA-bundle path, honoured on
 both paths), ``Authorization`` header and error mapping. A server that TLS does not
 trust fails the handshake, so it never receives the token.
 
-Errors map to :class:`RayOrchClusterError` with ``transient`` set: timeouts and
-HTTP 502/503/504 are transient, and so are connection errors once the Jobs API has
-answered this hook (a restarting dashboard); a refused connection or a DNS failure
-before any answer is not (a wrong host: retrying only delays the hint). TLS
-failures, HTTP 401/403 (:class:`RayOrchAuthError`, naming which token was sent and
-where it came from, never its value), 404 and other answers are not transient.
+Errors map to the package's tree (``airflow_provider_rayorch.exceptions``), and the
+message says which of two things happened:
+
+- *no answer* (``status`` is ``None``): "cannot reach" (the connection was refused,
+  the name does not resolve, no connection within the timeout) or "no answer from"
+  (the server took the request and timed out or closed the connection). These are
+  :class:`RayOrchClusterUnavailable` (transient), except a connection that fails
+  before the Jobs API ever answered this hook (a wrong host: retrying only delays
+  the hint) and a certificate that fails verification (only those TLS errors are
+  permanent: an EOF in a handshake is a restarting server, like a reset).
+- *an answer that is an error* (``status`` set): "answered HTTP <code>" with an
+  excerpt of the body. HTTP 502/503/504 and Ray's 500 "No available agent ...
+  please try again later" are transient; 401/403 are :class:`RayOrchAuthError`
+  (naming which token was sent and where it came from, never its value); any
+  other answer is permanent.
 """
 
 from __future__ import annotations
@@ -22,12 +31,19 @@ from typing import Any
 
 import httpx
 
-from airflow_provider_rayorch.exceptions import RayOrchAuthError, RayOrchClusterError
+from airflow_provider_rayorch.exceptions import (
+    RayOrchAuthError,
+    RayOrchClusterError,
+    RayOrchClusterUnavailable,
+)
 
 __all__ = ["TRANSIENT_HTTP", "Contact", "JobsApi", "TokenChoice"]
 
 #: HTTP answers worth trying again later (a proxy or a restarting dashboard).
 TRANSIENT_HTTP = frozenset({502, 503, 504})
+#: What Ray's job head answers (HTTP 500, after about 10 s) while its job agent is not
+#: up yet (ray/dashboard/modules/job/job_head.py): worth trying again later.
+_TRY_LATER = "please try again later"
 
 
 @dataclass(frozen=True)
@@ -73,14 +89,17 @@ def _verify_setting(verify: bool | str | None) -> bool | str:
     return verify
 
 
-def _is_tls_failure(exc: BaseException) -> bool:
+def _is_certificate_failure(exc: BaseException) -> bool:
+    """The server's certificate failed verification: the only permanent TLS error (an
+    EOF or a reset during a handshake is a server going away, like any disconnect)."""
     seen: BaseException | None = exc
     while seen is not None:
-        if isinstance(seen, ssl.SSLError):
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return True
+        if "CERTIFICATE_VERIFY_FAILED" in str(seen):
             return True
         seen = seen.__cause__ or seen.__context__
-    text = str(exc)
-    return "CERTIFICATE_VERIFY_FAILED" in text or "SSL" in text
+    return False
 
 
 @dataclass
@@ -153,8 +172,10 @@ class JobsApi:
         )
 
     def transport_error(self, exc: httpx.HTTPError, method: str, path: str) -> RayOrchClusterError:
+        """The error for a request that got no answer (``status`` is ``None``)."""
         where = f"the Ray Jobs API at {self.address}"
-        if _is_tls_failure(exc):
+        kind = type(exc).__name__
+        if _is_certificate_failure(exc):
             verify = _verify_setting(self.verify)
             trusted = "the default CA bundle" if verify is True else f"the CA bundle {verify}"
             return RayOrchClusterError(
@@ -163,22 +184,29 @@ class JobsApi:
                 f"{self.conn}'s extra `verify` to the CA bundle that signs it",
                 transient=False,
             )
-        if isinstance(exc, httpx.TimeoutException):
-            return RayOrchClusterError(
-                f"cannot reach {where}: no answer within {self.timeout:g}s during {method} "
-                f"{path} ({type(exc).__name__}); {self.hint()}"
+        if isinstance(exc, httpx.ConnectTimeout):
+            reason = f"no connection within {self.timeout:g}s"
+        elif isinstance(exc, httpx.ConnectError):
+            reason = "connection refused" if "refused" in str(exc).lower() else str(exc)
+        elif isinstance(exc, httpx.TimeoutException):
+            return RayOrchClusterUnavailable(
+                f"no answer from {where} within {self.timeout:g}s during {method} {path} "
+                f"({kind}): it took the request but did not answer (a busy or starting "
+                f"head); {self.hint()}"
             )
-        reason = "connection refused" if "refused" in str(exc).lower() else str(exc)
-        if isinstance(exc, httpx.ConnectError) and not self.contact.answered:
+        else:  # a disconnect or a reset after the request went out
+            return RayOrchClusterUnavailable(
+                f"no answer from {where} during {method} {path}: the connection closed "
+                f"before an answer ({exc or 'closed'}; {kind}); {self.hint()}"
+            )
+        if not self.contact.answered:
             return RayOrchClusterError(
-                f"cannot reach {where} during {method} {path}: {reason} "
-                f"({type(exc).__name__}); it has never answered, so this is not retried; "
-                f"{self.hint()}",
+                f"cannot reach {where} during {method} {path}: {reason} ({kind}); it has "
+                f"never answered, so this is not retried; {self.hint()}",
                 transient=False,
             )
-        return RayOrchClusterError(
-            f"cannot reach {where} during {method} {path}: {reason} ({type(exc).__name__}); "
-            f"{self.hint()}"
+        return RayOrchClusterUnavailable(
+            f"cannot reach {where} during {method} {path}: {reason} ({kind}); {self.hint()}"
         )
 
     def check(self, resp: httpx.Response, method: str, path: str, what: str = "") -> None:
@@ -188,19 +216,25 @@ class JobsApi:
             return
         body = self._body(resp)
         doing = what or f"{method} {path}"
+        answered = f"the Ray Jobs API at {self.address} answered HTTP {code} to {doing}"
         if code in (401, 403):
             carried = self.token.describe(None if self.name_conn else self.conn)
             raise RayOrchAuthError(
-                f"the Ray Jobs API at {self.address} refused {doing} (HTTP {code}: {body}); "
-                f"the request carried {carried}. Fix: {self.token.fix(self.conn)}"
+                f"{answered} (refused: {body}); the request carried {carried}. "
+                f"Fix: {self.token.fix(self.conn)}",
+                status=code,
             )
         if code in TRANSIENT_HTTP:
-            raise RayOrchClusterError(
-                f"{doing} failed: HTTP {code} from {self.address} (the dashboard may be "
-                f"restarting or a proxy cannot reach it): {body}",
-                transient=True,
+            raise RayOrchClusterUnavailable(
+                f"{answered} (the dashboard may be restarting or a proxy cannot reach it): {body}",
+                status=code,
             )
-        raise RayOrchClusterError(f"{doing} failed: HTTP {code}: {body}", transient=False)
+        if code >= 500 and _TRY_LATER in body.lower():
+            raise RayOrchClusterUnavailable(
+                f"{answered} (its job agent is not up yet: a starting or busy head): {body}",
+                status=code,
+            )
+        raise RayOrchClusterError(f"{answered}: {body}", transient=False, status=code)
 
     def _answered(self, resp: httpx.Response) -> None:
         """Note an answer of the Jobs API itself (a 502/503/504 may be a proxy's)."""

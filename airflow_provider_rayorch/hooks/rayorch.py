@@ -37,7 +37,7 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 
 from airflow_provider_rayorch.common import local_heads
 from airflow_provider_rayorch.common.states import JobStatus
-from airflow_provider_rayorch.exceptions import RayOrchClusterError
+from airflow_provider_rayorch.exceptions import RayOrchClusterError, RayOrchClusterUnavailable
 from airflow_provider_rayorch.hooks.jobs_api import Contact, JobsApi, TokenChoice
 from airflow_provider_rayorch.hooks.settings import (
     DEFAULT_PORT,
@@ -247,8 +247,14 @@ class RayOrchHook(BaseHook):
         metadata: Mapping[str, str] | None = None,
         entrypoint_num_cpus: float | None = None,
     ) -> str:
-        """Submit a job; ``runtime_env`` is merged over the connection's and its local
-        ``working_dir`` / ``py_modules`` are uploaded first."""
+        """Submit a job once; ``runtime_env`` is merged over the connection's and its
+        local ``working_dir`` / ``py_modules`` are uploaded first.
+
+        Idempotent by ``submission_id``: when the POST ends without telling whether Ray
+        took the job (no answer in time, a dropped connection, an HTTP 5xx), or Ray
+        says the id is taken, this asks ``GET /api/jobs/<id>`` and returns the id when
+        the job exists. Otherwise it raises :class:`RayOrchClusterUnavailable`, so the
+        caller's retry (``common.polling``) submits again within the one budget."""
         from airflow_provider_rayorch.hooks.packages import prepare_runtime_env
 
         env = self.runtime_env(runtime_env)
@@ -267,7 +273,21 @@ class RayOrchHook(BaseHook):
         }
         if entrypoint_num_cpus is not None:
             body["entrypoint_num_cpus"] = entrypoint_num_cpus
-        data = api.json("POST", "/api/jobs/", what=f"submitting job {submission_id!r}", json=body)
+        what = f"submitting job {submission_id!r}"
+        try:
+            data = api.json("POST", "/api/jobs/", what=what, json=body)
+        except RayOrchClusterError as exc:
+            if not _outcome_unknown(exc):
+                raise
+            if self.get_job_info(submission_id) is not None:
+                self.log.warning("%s: %s; Ray has the job all the same: attaching to it", what, exc)
+                return submission_id
+            if exc.transient:
+                raise
+            raise RayOrchClusterUnavailable(
+                f"{exc}; Ray has no job {submission_id!r}, so it is submitted again",
+                status=exc.status,
+            ) from exc
         return str(data.get("submission_id") or data.get("job_id") or submission_id)
 
     def get_job_info(self, job_id: str) -> dict[str, Any] | None:
@@ -377,6 +397,15 @@ def mask_secrets(values: list[str]) -> None:
 
     for value in values:
         mask_secret(value)
+
+
+def _outcome_unknown(exc: RayOrchClusterError) -> bool:
+    """A submit that may have reached Ray: no answer (transient), an HTTP 5xx, or
+    Ray's HTTP 400 "already exists" for this submission id."""
+    status = exc.status
+    if status is None:
+        return exc.transient
+    return status >= 500 or (status == 400 and "already exists" in str(exc))
 
 
 def _info_dict(info: Any) -> dict[str, Any]:

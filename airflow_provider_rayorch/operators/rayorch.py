@@ -471,12 +471,17 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             "airflow_run_id": str(ti.run_id),
             "airflow_map_index": str(getattr(ti, "map_index", -1)),
         }
-        job_id = hook.submit_job(
-            entrypoint,
-            submission_id=sid,
-            runtime_env=self.runtime_env,
-            metadata=metadata,
-            entrypoint_num_cpus=self.entrypoint_num_cpus,
+        # Idempotent by ``sid``: after no answer or a 5xx the hook asks whether Ray has
+        # the job, and a retry submits again only when it has not (issue 19).
+        job_id = self._retrying(
+            lambda: hook.submit_job(
+                entrypoint,
+                submission_id=sid,
+                runtime_env=self.runtime_env,
+                metadata=metadata,
+                entrypoint_num_cpus=self.entrypoint_num_cpus,
+            ),
+            f"submitting job {sid}",
         )
         where = "the provider's loopback head" if hook.is_local_head is True else "the cluster"
         self.log.info("Submitted Ray job %s for run %s to %s", job_id, run_id, where)

@@ -1,0 +1,199 @@
+"""The first submit survives a loaded head (issue 19, finding 1).
+
+A loopback HTTP server stands in for Ray's Jobs API and answers the first
+``POST /api/jobs/`` the way a busy head does: it drops the connection, stalls past
+the client's timeout (having accepted the job, or not), or answers Ray's own HTTP
+500 "No available agent to submit job". The submission id is deterministic, so
+the operator asks ``GET /api/jobs/<id>`` and attaches to a job that exists, or
+submits again, within the one retry budget. Every case ends with exactly one job
+and the task's summary. The "cluster" runs the driver in-process on the fake engine.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+from unittest import mock
+
+import pytest
+
+from airflow_provider_rayorch.exceptions import RayOrchClusterError
+from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
+from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs.store import RunStore
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+pytestmark = pytest.mark.timeout(60)
+
+NO_AGENT = "No available agent to submit job, please try again later."
+#: The hook's timeout in these tests: a stall is a wait on an event nobody sets in
+#: time, so the client always times out first, whatever the machine's load.
+TIMEOUT_S = 0.5
+
+
+class FakeJobsApi:
+    """Ray's Jobs API routes the operator uses; ``first_post`` says how the first
+    ``POST /api/jobs/`` goes wrong."""
+
+    def __init__(self, store: str, first_post: str) -> None:
+        self.store = store
+        self.first_post = first_post
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self.posts = 0
+        self.release = threading.Event()  # ends a stall (at teardown)
+        self.lock = threading.Lock()
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _send(self, code: int, body: Any) -> None:
+                data = (body if isinstance(body, str) else json.dumps(body)).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                path = self.path.rstrip("/")
+                if path == "/api/version":
+                    self._send(200, {"ray_version": "2.60.0"})
+                elif path == "/api/jobs":
+                    self._send(200, list(api.jobs.values()))
+                elif path.endswith("/logs"):
+                    self._send(200, {"logs": ""})
+                else:
+                    job = api.jobs.get(path.rsplit("/", 1)[-1])
+                    if job is None:
+                        self._send(404, f"Job {path} does not exist")
+                    else:
+                        self._send(200, job)
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with api.lock:
+                    api.posts += 1
+                    first = api.posts == 1
+                verdict = api.first_post if first else "ok"
+                if verdict == "disconnect":
+                    self.close_connection = True
+                    self.connection.shutdown(2)  # no answer at all
+                    return
+                if verdict == "500":
+                    self._send(500, NO_AGENT)
+                    return
+                if verdict == "stall-not-accepted":
+                    api.release.wait(30)
+                    self._send(500, NO_AGENT)
+                    return
+                sid = str(body["submission_id"])
+                if sid in api.jobs:  # Ray refuses to reuse a submission id
+                    self._send(400, f"ValueError: Job with submission_id {sid} already exists.")
+                    return
+                api.accept(sid, body)
+                if verdict == "stall-accepted":
+                    api.release.wait(30)
+                self._send(200, {"submission_id": sid, "job_id": None})
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.address = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def accept(self, sid: str, body: dict[str, Any]) -> None:
+        """Run the job: the driver in-process against the run store, then SUCCEEDED."""
+        run_id = str(body["metadata"]["rayorch_run_id"])
+        driver.run_plan(RunStore(self.store), run_id)
+        self.jobs[sid] = {
+            "submission_id": sid,
+            "status": "SUCCEEDED",
+            "message": "",
+            "metadata": body["metadata"],
+        }
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+
+def _context() -> dict[str, Any]:
+    ti = mock.MagicMock(
+        dag_id="dag", run_id="manual__1", task_id="task", map_index=-1, try_number=1
+    )
+    ti.xcom_push.side_effect = lambda key, value: None
+    return {"ti": ti, "task_state_store": None, "outlet_events": mock.MagicMock()}
+
+
+@pytest.fixture
+def jobs_api(request, tmp_path: Path, monkeypatch) -> Iterator[FakeJobsApi]:
+    api = FakeJobsApi(str(tmp_path), request.param)
+    conn = {
+        "conn_type": "rayorch",
+        "host": api.address,
+        "extra": {"timeout": TIMEOUT_S, "run_store": str(tmp_path)},
+    }
+    monkeypatch.setenv("AIRFLOW_CONN_RAYORCH_DEFAULT", json.dumps(conn))
+    try:
+        yield api
+    finally:
+        api.close()
+
+
+CASES = [
+    pytest.param("disconnect", id="disconnect"),
+    pytest.param("stall-accepted", id="stall-past-timeout-job-accepted"),
+    pytest.param("stall-not-accepted", id="stall-past-timeout-no-agent"),
+    pytest.param("500", id="http-500-no-available-agent"),
+]
+
+
+@pytest.mark.parametrize("jobs_api", CASES, indirect=True)
+def test_the_first_submit_survives_a_busy_head(jobs_api: FakeJobsApi, fake_engine) -> None:
+    op = RayOrchOperator(
+        task_id="task", pipeline="fake_pipelines:Square", sources=list(range(5)), poll_interval=0
+    )
+    ctx = _context()
+    summary = op.execute(ctx)
+    assert summary["state"] == "success"
+    assert summary["sources"]["present"] == 5
+    assert len(jobs_api.jobs) == 1  # exactly one job, whatever the first POST did
+    assert op._job_id in jobs_api.jobs
+
+
+@pytest.mark.parametrize("jobs_api", [pytest.param("500", id="500")], indirect=True)
+def test_an_error_answer_is_not_called_unreachable(jobs_api: FakeJobsApi) -> None:
+    """The API answered: the message says so, with the status and Ray's words."""
+    hook = RayOrchHook()
+    with pytest.raises(RayOrchClusterError) as caught:
+        hook.api.request("POST", "/api/jobs/", what="submitting job 'x'", json={})
+    message = str(caught.value)
+    assert "cannot reach" not in message
+    assert "answered HTTP 500" in message
+    assert NO_AGENT in message
+    assert caught.value.status == 500
+    assert caught.value.transient  # Ray says "try again later"
+
+
+@pytest.mark.parametrize("jobs_api", [pytest.param("disconnect", id="disc")], indirect=True)
+def test_a_dropped_connection_says_no_answer(jobs_api: FakeJobsApi) -> None:
+    hook = RayOrchHook()
+    assert hook.check_reachable() == "2.60.0"
+    with pytest.raises(RayOrchClusterError) as caught:
+        hook.api.request("POST", "/api/jobs/", what="submitting job 'x'", json={})
+    message = str(caught.value)
+    assert "no answer" in message
+    assert caught.value.status is None
+    assert caught.value.transient
