@@ -2,52 +2,96 @@
 
 Every page requires a logged-in Airflow user (the UI's JWT cookie or a bearer
 token) allowed to read the DAG's task instances. Run stores are found through
-Airflow's metadata (see :mod:`.resolve`), never taken from the request.
+Airflow's metadata (see :mod:`.resolve`), never taken from the request. Pages are
+rendered on each request from the run store's records through autoescaping
+templates (:mod:`airflow_provider_rayorch.reports.page`); no stored HTML is ever
+served. Every response carries :data:`SECURITY_HEADERS`: no script runs in these
+pages, whatever a run store holds.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Annotated
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
 from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
 from airflow.utils.session import create_session
-from fastapi import Depends, FastAPI, Query
-from fastapi.responses import HTMLResponse
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.responses import HTMLResponse, PlainTextResponse, Response
+
+from airflow_provider_rayorch.rayorch.errors import StoreError
 
 from . import pages, resolve
 
 if TYPE_CHECKING:
-    from airflow_provider_rayorch.reports import RunState
+    from collections.abc import Awaitable, Callable
 
-__all__ = ["app", "report_html"]
+    from airflow_provider_rayorch.reports import RunState, SourceForm
+
+__all__ = ["CONTENT_SECURITY_POLICY", "SECURITY_HEADERS", "app", "report_html"]
+
+log = logging.getLogger(__name__)
+
+#: No script at all (``default-src 'none'``), styles from the plugin's stylesheet only
+#: (no inline style), forms submit to the plugin, framed by Airflow's UI only.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; style-src 'self'; form-action 'self'; base-uri 'none'; "
+    "frame-ancestors 'self'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
+_OUTCOMES = ("present", "dropped", "failed", "suppressed")
 
 app = FastAPI(title="RayOrch run reports", docs_url=None, redoc_url=None, openapi_url=None)
 _READ_TI = Depends(requires_access_dag("GET", DagAccessEntity.TASK_INSTANCE))
 
 
-def report_html(ref: resolve.RunRef) -> str | None:
-    """The stored report of a run showing the run's state as of now, else (none stored,
-    or a repair came after it) one rendered now from the run store alone."""
-    from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
-    from airflow_provider_rayorch.reports import (
-        read_run_report,
-        read_run_state,
-        render_run_report,
-        report_outdated,
-        restate_report,
+@app.middleware("http")
+async def _security_headers(
+    request: Request, call_next: Callable[[Request], Awaitable[Response]]
+) -> Response:
+    """Every response, refusals and crashes included, forbids script and sniffing."""
+    try:
+        response = await call_next(request)
+    except Exception:
+        log.exception("RayOrch plugin: %s %s failed", request.method, request.url.path)
+        response = PlainTextResponse(
+            "The RayOrch plugin failed on this request; the API server's log says why.",
+            status_code=500,
+        )
+    response.headers.update(SECURITY_HEADERS)
+    return response
+
+
+def _form(fields: dict[str, str], q: str | None, outcome: str, default_q: str = "") -> SourceForm:
+    from airflow_provider_rayorch.reports import SourceForm
+
+    return SourceForm(
+        fields=tuple(fields.items()),
+        q=default_q if q is None else q,
+        outcome=outcome if outcome in _OUTCOMES else "",
     )
 
+
+def report_html(ref: resolve.RunRef, form: SourceForm | None = None) -> str | None:
+    """The run's report rendered now from its run store (and the driver's measurements),
+    None when the store knows nothing of the run; a page naming a damaged record."""
+    from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+    from airflow_provider_rayorch.reports import render_run_report
+
     store = RayOrchHook().run_store(ref.store_uri)  # with rayorch_default's run_store_options
-    # a repair since the driver's report: render the repaired state from the store
-    html = None if report_outdated(store, ref.run_id) else read_run_report(store, ref.run_id)
-    if html is None:
-        if store.read_plan(ref.run_id) is None:
+    try:
+        if store.read_plan(ref.run_id) is None and not store.committed(ref.run_id):
             return None
-        html = render_run_report(store, ref.run_id)
-    else:  # written by the driver, maybe while running: the job may have ended since
-        html = restate_report(html, read_run_state(store, ref.run_id))
-    return pages.focus(html, ref.microbatch)
+        return render_run_report(
+            store, ref.run_id, focus=ref.microbatch, form=form, stylesheet=pages.STYLESHEET
+        )
+    except StoreError as exc:  # a damaged record: say which, and what to do
+        return pages.message_page("RayOrch report unreadable", str(exc))
 
 
 def _state(run: resolve.TaskRun) -> RunState:
@@ -70,12 +114,22 @@ def _map_index(value: str) -> int:
 
 @app.get("/ti", response_class=HTMLResponse, dependencies=[_READ_TI])
 def task_instance_report(
-    dag_id: str, run_id: str, task_id: str, map_index: Annotated[str, Query()] = "-1"
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    map_index: Annotated[str, Query()] = "-1",
+    q: str | None = None,
+    outcome: str = "",
 ) -> HTMLResponse:
-    """The report of the run a task instance started or watches."""
+    """The report of the run a task instance started or watches; a microbatch task's
+    report opens on its microbatch (its sources listed, until the filter changes)."""
     with create_session() as session:
         ref = resolve.find_for_ti(session, dag_id, run_id, task_id, _map_index(map_index))
-    html = None if ref is None else report_html(ref)
+    html = None
+    if ref is not None:
+        fields = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index}
+        focus = "" if ref.microbatch is None else f"mb {ref.microbatch} "
+        html = report_html(ref, _form(fields, q, outcome, focus))
     if html is None:
         text = f"{task_id} in {dag_id} / {run_id} has no RayOrch run (yet)."
         return HTMLResponse(pages.message_page("No RayOrch report", text), status_code=404)
@@ -83,13 +137,16 @@ def task_instance_report(
 
 
 @app.get("/dagrun", response_class=HTMLResponse, dependencies=[_READ_TI])
-def dag_run_reports(dag_id: str, run_id: str) -> HTMLResponse:
+def dag_run_reports(
+    dag_id: str, run_id: str, q: str | None = None, outcome: str = ""
+) -> HTMLResponse:
     """The DAG run's report when it started one RayOrch run, else a list of them."""
     with create_session() as session:
         runs = resolve.find_for_dag_run(session, dag_id, run_id)
     if len(runs) == 1:
         run = runs[0]
-        html = report_html(resolve.RunRef(run.store_uri, run.rayorch_run_id))
+        form = _form({"dag_id": dag_id, "run_id": run_id}, q, outcome)
+        html = report_html(resolve.RunRef(run.store_uri, run.rayorch_run_id), form)
         if html is not None:
             return HTMLResponse(html)
     title = f"RayOrch runs of {dag_id} / {run_id}"
@@ -108,3 +165,11 @@ def recent(user: GetUserDep) -> HTMLResponse:
         runs = resolve.recent_runs(session, dag_ids)
     states = {r.rayorch_run_id: _state(r) for r in runs[:50]}
     return HTMLResponse(pages.runs_page("RayOrch runs", runs, states=states))
+
+
+@app.get("/static/report.css")
+def stylesheet() -> Response:
+    """The pages' stylesheet (public: it holds nothing about any run)."""
+    from airflow_provider_rayorch.reports.page import css
+
+    return Response(css(), media_type="text/css")

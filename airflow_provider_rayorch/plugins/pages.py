@@ -1,10 +1,12 @@
-"""Small HTML pages of the plugin: run lists and "nothing here" notes."""
+"""The plugin's pages, rendered through the reports' autoescaping templates: run lists,
+"nothing here" notes and reports (the stylesheet linked, never inlined)."""
 
 from __future__ import annotations
 
-from html import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
+
+from airflow_provider_rayorch.reports.page import render_message, render_runs
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -13,33 +15,23 @@ if TYPE_CHECKING:
 
     from .resolve import TaskRun
 
-__all__ = ["focus", "message_page", "runs_page"]
+__all__ = ["STYLESHEET", "message_page", "runs_page", "ti_href"]
 
-_CSS = (
-    "body{font-family:system-ui,sans-serif;margin:16px 24px;color:#222}"
-    "table{border-collapse:collapse;font-size:13px}th,td{border:1px solid #ddd;padding:4px 8px;"
-    "text-align:left}th{background:#fafafa}.note{color:#666}td.details{max-width:560px}"
-    "td.state-success{color:#2e7d32}td.state-failed{color:#c62828}"
-    "td.state-not_started,td.state-stopped,td.state-unknown{color:#6d4c41}"
-)
+#: The plugin's stylesheet, relative to its pages (``/rayorch/ti``, ``/rayorch/``, ...).
+STYLESHEET = "static/report.css"
 #: How the state column is decided, in one sentence (the rule is reports.state's).
 STATE_NOTE = (
-    "State: the run manifest's (success, failed) once the run ended; not started, failed or "
-    "stopped when the Ray job ended without one; running while the run shows progress or "
-    "its job reports it running; unknown when nothing was heard of it for an hour."
+    "State: the newest fact about the run decides. The run manifest's (success, failed) "
+    "once the run ended; not started, failed or stopped when the Ray job ended without "
+    "one; running while the run shows progress or its job reports it running; unknown "
+    "when nothing was heard of it for an hour. A job status older than the run's last "
+    "commit or repair is not shown."
 )
-
-
-def _doc(title: str, body: str) -> str:
-    return (
-        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}'
-        f"</title><style>{_CSS}</style></head><body>{body}</body></html>"
-    )
 
 
 def message_page(title: str, text: str) -> str:
     """A page with one explanatory paragraph."""
-    return _doc(title, f'<h1>{escape(title)}</h1><p class="note" id="message">{escape(text)}</p>')
+    return render_message(title, text, stylesheet=STYLESHEET)
 
 
 def ti_href(run: TaskRun, prefix: str = "") -> str:
@@ -54,18 +46,12 @@ def ti_href(run: TaskRun, prefix: str = "") -> str:
     return f"{prefix}ti?{query}"
 
 
-def _state_cells(state: RunState | str | None) -> str:
-    """The state (words, coloured) and its details: the Ray job's status and why."""
+def _state(state: RunState | str | None) -> tuple[str, str]:
+    """The state's name and its details: the Ray job's status and why."""
     if state is None or isinstance(state, str):
-        name, details = state or "", ""
-    else:
-        name = state.state
-        job = f"Ray job {state.job_status}" if state.job_status else ""
-        details = " \u00b7 ".join(p for p in (job, state.message or "") if p)
-    return (
-        f'<td class="state state-{escape(name)}">{escape(name.replace("_", " "))}</td>'
-        f'<td class="details">{escape(details)}</td>'
-    )
+        return state or "", ""
+    job = f"Ray job {state.job_status}" if state.job_status else ""
+    return state.state, " \u00b7 ".join(p for p in (job, state.message or "") if p)
 
 
 def runs_page(
@@ -78,26 +64,19 @@ def runs_page(
     if not runs:
         return message_page(title, "No RayOrch run was found.")
     states = states or {}
-    rows = "".join(
-        f"<tr><td>{escape(r.dag_id)}</td><td>{escape(r.run_id)}</td><td>{escape(r.task_id)}"
-        f"{'' if r.map_index < 0 else f' [{r.map_index}]'}</td>"
-        f'<td><a class="report-link" href="{escape(ti_href(r, prefix))}">'
-        f"{escape(r.rayorch_run_id)}</a></td>"
-        f"{_state_cells(states.get(r.rayorch_run_id))}"
-        f"<td>{escape(str(r.when or ''))[:19]}</td></tr>"
-        for r in runs
-    )
-    return _doc(
-        title,
-        f'<h1>{escape(title)}</h1><table id="runs"><thead><tr><th>DAG</th><th>DAG run</th>'
-        "<th>task</th><th>RayOrch run (report)</th><th>state</th><th>details</th>"
-        f"<th>submitted</th></tr></thead><tbody>{rows}</tbody></table>"
-        f'<p class="note">{escape(STATE_NOTE)}</p>',
-    )
-
-
-def focus(html: str, microbatch: int | None) -> str:
-    """Make a report open on one microbatch (its row highlighted, its sources listed)."""
-    if microbatch is None:
-        return html
-    return html.replace("<body ", f'<body data-focus="mb-{int(microbatch)}" ', 1)
+    rows: list[dict[str, Any]] = []
+    for r in runs:
+        state, details = _state(states.get(r.rayorch_run_id))
+        rows.append(
+            {
+                "dag_id": r.dag_id,
+                "run_id": r.run_id,
+                "task": r.task_id if r.map_index < 0 else f"{r.task_id} [{r.map_index}]",
+                "href": ti_href(r, prefix),
+                "rayorch_run_id": r.rayorch_run_id,
+                "state": state,
+                "details": details,
+                "when": str(r.when or "")[:19],
+            }
+        )
+    return render_runs(title, rows, STATE_NOTE, stylesheet=STYLESHEET)

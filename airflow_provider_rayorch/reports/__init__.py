@@ -1,38 +1,44 @@
-"""Self-contained HTML run reports, written into the run store next to the manifests.
+"""Run reports rendered from data, never stored as HTML that is served.
 
-``<run store>/<run_id>/report.html`` shows per-microbatch status, per-source
-outcomes with causes (filterable), each Call's actors busy and idle over time,
-ready-queue depth, batch-size histograms and the completion curve of sources, as
-inline SVG with no external asset. This package imports neither airflow nor ray,
-so the Ray job driver calls :func:`write_run_report` after every commit.
-:func:`read_run_state` decides a run's state for the UI (see :mod:`.state`) and
-:func:`restate_report` shows it in a stored report; after a repair
-(:func:`report_outdated`) the report is rendered again from the store, with each
-repaired microbatch's attempt history (:mod:`.history`).
+The driver stores its measurements (the actors' timeline, Call metrics, commit
+times) as ``<run store>/<run_id>/report.json`` (:mod:`.model`, :mod:`.measure`). A
+report page is the run store as it is now (plan, manifests, outputs, repairs, the
+state of :mod:`.state`) plus those measurements, rendered through autoescaping
+Jinja2 templates (:mod:`.page`): per-microbatch status, per-source outcomes with
+causes, each Call's actors busy and idle over time, ready-queue depth, batch-size
+histograms and the completion curve, as inline SVG drawn from data. The plugin
+renders it on every request; the driver also keeps ``report.html``, the same
+template rendered at write time, for users who open the run store's files. This
+package imports neither airflow nor ray.
 """
 
 from __future__ import annotations
 
-from .restate import restate_report
+from .model import ReportData, ReportDataError
+from .page import SourceForm
 from .state import STALE_AFTER, RunState, read_run_state
 from .writer import (
+    DATA_NAME,
     REPORT_NAME,
+    read_report_data,
     read_run_report,
     render_run_report,
-    report_outdated,
     report_uri,
     write_run_report,
 )
 
 __all__ = [
+    "DATA_NAME",
     "REPORT_NAME",
     "STALE_AFTER",
+    "ReportData",
+    "ReportDataError",
     "RunState",
+    "SourceForm",
+    "read_report_data",
     "read_run_report",
     "read_run_state",
     "render_run_report",
-    "report_outdated",
     "report_uri",
-    "restate_report",
     "write_run_report",
 ]

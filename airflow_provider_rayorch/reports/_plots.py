@@ -1,6 +1,8 @@
-"""The report's plots as inline SVG: actor timelines, queue depth, batch sizes,
-completion curve and microbatch spans. Dense data is merged at pixel resolution,
-so a plot's size does not grow with the length of the run."""
+"""The report's plots as data (:class:`.model.Plot`): actor timelines, queue depth,
+batch sizes, completion curve and microbatch spans. Dense data is merged at pixel
+resolution, so a plot's size does not grow with the length of the run. The driver
+draws the timeline plots (only it has the timeline); the page draws the others from
+the run store when it is rendered, so they show the microbatches as they are now."""
 
 from __future__ import annotations
 
@@ -8,12 +10,13 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from ._svg import Canvas, Scale, esc, fmt, share
+from ._svg import Canvas, Scale, fmt, share
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
     from ._data import MicrobatchView
+    from .model import Plot
 
 __all__ = [
     "OUTCOME_COLORS",
@@ -84,7 +87,7 @@ def _merge(intervals: Iterable[tuple[float, float]], scale: Scale) -> list[tuple
     return merged
 
 
-def busy_timeline(timeline: Sequence[Mapping[str, Any]], span: float) -> str:
+def busy_timeline(timeline: Sequence[Mapping[str, Any]], span: float) -> Plot:
     """One lane per (Call, actor): busy intervals (by outcome), in flight, idle (blank)."""
     dispatched: dict[Any, float] = {}
     lanes: dict[tuple[str, str], dict[str, list[tuple[float, float]]]] = defaultdict(
@@ -137,7 +140,7 @@ def busy_timeline(timeline: Sequence[Mapping[str, Any]], span: float) -> str:
     return canvas.render("timeline", label)
 
 
-def queue_depth(timeline: Sequence[Mapping[str, Any]], span: float) -> str:
+def queue_depth(timeline: Sequence[Mapping[str, Any]], span: float) -> Plot:
     """Each Call's ready-queue depth after each dispatch (max per pixel), as steps."""
     series: dict[str, list[tuple[float, int]]] = defaultdict(list)
     for r in timeline:
@@ -192,7 +195,7 @@ def _histograms(
 
 def batch_size_plots(
     calls: Sequence[Mapping[str, Any]], timeline: Sequence[Mapping[str, Any]]
-) -> list[str]:
+) -> list[Plot]:
     """One bar chart per Call: how many batches (RPCs) had each size."""
     out = []
     limits = {str(c["name"]): int(c.get("batch_size") or 0) for c in calls}
@@ -215,7 +218,7 @@ def batch_size_plots(
     return out
 
 
-def completion_curve(microbatches: Sequence[MicrobatchView], total: int, span: float) -> str:
+def completion_curve(microbatches: Sequence[MicrobatchView], total: int, span: float) -> Plot:
     """Sources committed over time (all outcomes, and PRESENT only)."""
     done = sorted(
         (mb for mb in microbatches if mb.finished_s is not None),
@@ -247,7 +250,7 @@ def completion_curve(microbatches: Sequence[MicrobatchView], total: int, span: f
     return canvas.render("completion", f"Completion curve: {len(done)} microbatches committed")
 
 
-def microbatch_spans(microbatches: Sequence[MicrobatchView], span: float) -> str:
+def microbatch_spans(microbatches: Sequence[MicrobatchView], span: float) -> Plot:
     """One bar per microbatch from its start to its commit, coloured by state."""
     n = len(microbatches)
     lane = max(3, min(16, 420 // max(n, 1)))
@@ -271,9 +274,6 @@ def microbatch_spans(microbatches: Sequence[MicrobatchView], span: float) -> str
     return canvas.render("microbatches", f"{n} source microbatches")
 
 
-def legend(items: Mapping[str, str]) -> str:
-    """A small HTML legend of colour swatches."""
-    return " ".join(
-        f'<span class="swatch" style="background:{color}"></span>{esc(name)}'
-        for name, color in items.items()
-    )
+def legend(items: Mapping[str, str]) -> list[tuple[str, str]]:
+    """A small legend: (name, colour) pairs, drawn as swatches by the template."""
+    return list(items.items())

@@ -1,17 +1,16 @@
-"""Minimal SVG building blocks: linear scales, nice ticks, a canvas with axes."""
+"""Minimal plot building blocks: linear scales, nice ticks, a canvas with axes.
+
+A canvas collects shapes as data (:mod:`.model`); the templates draw them as inline
+SVG, escaping every text, so no plot is ever a string of markup."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from html import escape
 
-__all__ = ["Canvas", "Scale", "duration", "esc", "fmt", "nice_ticks", "share", "tick_labels"]
+from .model import Line, Plot, Polyline, Rect, Shape, Text
 
-
-def esc(value: object) -> str:
-    """HTML/SVG-escape any value's text."""
-    return escape(str(value), quote=True)
+__all__ = ["Canvas", "Scale", "duration", "fmt", "nice_ticks", "share", "tick_labels"]
 
 
 def fmt(value: float) -> str:
@@ -100,7 +99,7 @@ class Canvas:
     right: int = 16
     top: int = 12
     bottom: int = 36
-    parts: list[str] = field(default_factory=list)
+    shapes: list[Shape] = field(default_factory=list)
 
     @property
     def x0(self) -> float:
@@ -121,31 +120,19 @@ class Canvas:
     def rect(
         self, x: float, y: float, w: float, h: float, fill: str, title: str | None = None
     ) -> None:
-        tip = f"<title>{esc(title)}</title>" if title else ""
-        self.parts.append(
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(w, 0.8):.1f}" height="{h:.1f}" '
-            f'fill="{fill}">{tip}</rect>'
-            if tip
-            else f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(w, 0.8):.1f}" '
-            f'height="{h:.1f}" fill="{fill}"/>'
+        self.shapes.append(
+            Rect(x=_r(x), y=_r(y), w=_r(max(w, 0.8)), h=_r(h), fill=fill, title=title or None)
         )
 
     def line(self, x1: float, y1: float, x2: float, y2: float, stroke: str, dash: str = "") -> None:
-        extra = f' stroke-dasharray="{dash}"' if dash else ""
-        self.parts.append(
-            f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" '
-            f'stroke="{stroke}"{extra}/>'
+        self.shapes.append(
+            Line(x1=_r(x1), y1=_r(y1), x2=_r(x2), y2=_r(y2), stroke=stroke, dash=dash)
         )
 
     def polyline(self, points: list[tuple[float, float]], stroke: str, label: str = "") -> None:
-        if not points:
-            return
-        coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
-        tip = f"<title>{esc(label)}</title>" if label else ""
-        self.parts.append(
-            f'<polyline points="{coords}" fill="none" stroke="{stroke}" stroke-width="1.8">'
-            f"{tip}</polyline>"
-        )
+        if points:
+            coords = [(_r(x), _r(y)) for x, y in points]
+            self.shapes.append(Polyline(points=coords, stroke=stroke, title=label))
 
     def text(
         self,
@@ -156,9 +143,8 @@ class Canvas:
         size: int = 11,
         fill: str = "#333",
     ) -> None:
-        self.parts.append(
-            f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size}" '
-            f'fill="{fill}">{esc(value)}</text>'
+        self.shapes.append(
+            Text(x=_r(x), y=_r(y), text=str(value), anchor=anchor, size=size, fill=fill)  # type: ignore[arg-type]
         )
 
     def x_axis(
@@ -186,10 +172,8 @@ class Canvas:
             if grid:
                 self.line(self.x0, y, self.x1, y, "#eee")
             self.text(self.x0 - 5, y + 3, text, anchor="end", size=10)
-        self.parts.append(
-            f'<text transform="translate(12,{(self.y0 + self.y1) / 2:.1f}) rotate(-90)" '
-            f'text-anchor="middle" font-size="11" fill="#333">{esc(label)}</text>'
-        )
+        mid = _r((self.y0 + self.y1) / 2)
+        self.shapes.append(Text(x=12.0, y=mid, text=label, anchor="middle", vertical=True))
 
     def empty(self, message: str) -> None:
         """The plot area's empty state: a frame and one line saying why there is nothing."""
@@ -198,12 +182,13 @@ class Canvas:
             (self.x0 + self.x1) / 2, (self.y0 + self.y1) / 2 + 4, message, "middle", 13, "#666"
         )
 
-    def render(self, plot: str, label: str) -> str:
-        """The ``<svg>`` element; ``data-plot`` names the plot for tests and styling."""
-        body = "".join(self.parts)
-        return (
-            f'<svg class="plot" data-plot="{esc(plot)}" role="img" aria-label="{esc(label)}" '
-            f'xmlns="http://www.w3.org/2000/svg" width="{self.width}" height="{self.height}" '
-            f'viewBox="0 0 {self.width} {self.height}" font-family="sans-serif">'
-            f"<title>{esc(label)}</title>{body}</svg>"
+    def render(self, plot: str, label: str) -> Plot:
+        """The plot as data; ``plot`` names it (``data-plot``) for tests and styling."""
+        return Plot(
+            plot=plot, label=label, width=self.width, height=self.height, shapes=self.shapes
         )
+
+
+def _r(value: float) -> float:
+    """A coordinate at the drawing's resolution (a tenth of a pixel)."""
+    return round(float(value), 1)

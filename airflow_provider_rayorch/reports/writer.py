@@ -1,4 +1,11 @@
-"""Render a run's report and store it atomically as ``<run>/report.html``."""
+"""Store a run's report data (``<run>/report.json``) and the kept ``report.html``, and
+render a report from the store on request.
+
+``report.json`` holds what only the driver knows (:mod:`.measure`); everything else
+comes from the run store when a page is rendered, so a page always shows the run as
+it is now. ``report.html`` is the same template rendered at write time, for users
+who open the run store's files directly (it is never served by the plugin).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.fs as pafs
 
 from ._data import load_run
-from ._html import render_page
+from .measure import measure
+from .model import ReportData, ReportDataError
+from .page import SourceForm, render_report, report_page
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -18,20 +27,76 @@ if TYPE_CHECKING:
     from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = [
+    "DATA_NAME",
     "REPORT_NAME",
+    "read_report_data",
     "read_run_report",
     "render_run_report",
-    "report_outdated",
     "report_uri",
     "write_run_report",
 ]
 
 REPORT_NAME = "report.html"
+DATA_NAME = "report.json"
 
 
 def report_uri(store: RunStore, run_id: str) -> str:
-    """Where the report of ``run_id`` lives (a path for local stores, else a URI)."""
+    """Where the kept report of ``run_id`` lives (a path for local stores, else a URI)."""
     return store.run_uri(run_id).rstrip("/") + "/" + REPORT_NAME
+
+
+def _path(store: RunStore, run_id: str, name: str) -> str:
+    return posixpath.join(store.root, run_id, name)
+
+
+def _read(store: RunStore, run_id: str, name: str) -> bytes | None:
+    try:
+        with store.fs.open_input_stream(_path(store, run_id, name)) as f:
+            return bytes(f.read())
+    except FileNotFoundError:
+        return None
+
+
+def _put(store: RunStore, run_id: str, name: str, data: bytes) -> None:
+    """Replace one file atomically: a renamed temporary file locally, one put elsewhere."""
+    path = _path(store, run_id, name)
+    store.fs.create_dir(posixpath.dirname(path), recursive=True)
+    if isinstance(store.fs, pafs.LocalFileSystem):
+        tmp = f"{path}.tmp-{uuid.uuid4().hex}"
+        with store.fs.open_output_stream(tmp) as f:
+            f.write(data)
+        store.fs.move(tmp, path)
+    else:  # object stores: a single put is atomic
+        with store.fs.open_output_stream(path) as f:
+            f.write(data)
+
+
+def read_report_data(store: RunStore, run_id: str) -> ReportData | None:
+    """The driver's measurements of ``run_id``, None if it wrote none.
+
+    :raises ReportDataError: the file does not parse (naming it and the fix).
+    """
+    raw = _read(store, run_id, DATA_NAME)
+    if raw is None:
+        return None
+    return ReportData.from_json(raw, store.run_uri(run_id).rstrip("/") + "/" + DATA_NAME)
+
+
+def _measured(
+    store: RunStore,
+    run_id: str,
+    timeline: Sequence[Mapping[str, Any]],
+    calls: Sequence[Mapping[str, Any]],
+    microbatches: Sequence[Mapping[str, Any]] | None,
+) -> tuple[ReportData | None, str | None]:
+    """Report data: measured now when anything is given, else the stored one (and why
+    there is none when it is damaged)."""
+    if timeline or calls or microbatches is not None:
+        return measure(run_id, timeline, calls, microbatches), None
+    try:
+        return read_report_data(store, run_id), None
+    except ReportDataError as exc:
+        return None, str(exc)
 
 
 def render_run_report(
@@ -42,20 +107,33 @@ def render_run_report(
     *,
     microbatches: Sequence[Mapping[str, Any]] | None = None,
     generated_at: datetime | None = None,
+    focus: int | None = None,
+    form: SourceForm | None = None,
+    stylesheet: str | None = None,
 ) -> str:
-    """The report's HTML, from the store plus the engine's timeline and Call metrics.
+    """The report's HTML: the run store as it is now, plus the driver's measurements
+    (given here, else ``report.json`` when stored).
 
     :param timeline: ``Executor.timeline()`` / ``RunResult.timeline`` records.
     :param calls: ``RunResult.calls`` (per-Call metrics); may be empty.
     :param microbatches: per-microbatch timings ``{"index", "started_s", "finished_s"}``
-        (``MicrobatchResult.metrics`` plus ``index``) on the timeline's clock. Without
-        them the manifests' modification times place the commits.
+        on the timeline's clock. Without them the manifests' modification times place
+        the commits.
+    :param focus: open on this microbatch (its row marked).
+    :param form: the served page's sources filter (None: list every source).
+    :param stylesheet: link this stylesheet (the plugin's) instead of inlining the CSS.
     """
-    timings = None if microbatches is None else {int(m["index"]): m for m in microbatches}
+    data, damaged = _measured(store, run_id, timeline, calls, microbatches)
+    timings = None
+    if data is not None and data.timings is not None:
+        timings = {t.index: t.model_dump() for t in data.timings}
     now = generated_at or datetime.now(UTC)
     view = load_run(store, run_id, timings, now=now)
     when = now.strftime("%Y-%m-%d %H:%M:%S UTC")
-    return render_page(view, list(timeline), list(calls), when)
+    page = report_page(view, data, when, focus=focus, form=form)
+    if damaged:
+        page.no_timeline_note = damaged
+    return render_report(page, stylesheet=stylesheet)
 
 
 def write_run_report(
@@ -66,41 +144,18 @@ def write_run_report(
     *,
     microbatches: Sequence[Mapping[str, Any]] | None = None,
 ) -> str:
-    """Render and store the report (replacing the previous one atomically); returns its URI."""
-    html = render_run_report(store, run_id, timeline, calls, microbatches=microbatches)
-    path = posixpath.join(store.root, run_id, REPORT_NAME)
-    store.fs.create_dir(posixpath.dirname(path), recursive=True)
-    data = html.encode("utf-8")
-    if isinstance(store.fs, pafs.LocalFileSystem):
-        tmp = f"{path}.tmp-{uuid.uuid4().hex}"
-        with store.fs.open_output_stream(tmp) as f:
-            f.write(data)
-        store.fs.move(tmp, path)
-    else:  # object stores: a single put is atomic
-        with store.fs.open_output_stream(path) as f:
-            f.write(data)
+    """Store the driver's measurements (when given) as ``report.json`` and render the
+    kept ``report.html`` from the store; returns the kept report's URI. Without
+    measurements (after a repair) the stored ones stay and the page is rendered again."""
+    data, _ = _measured(store, run_id, timeline, calls, microbatches)
+    if data is not None and (timeline or calls or microbatches is not None):
+        _put(store, run_id, DATA_NAME, data.to_json().encode("utf-8"))
+    html = render_run_report(store, run_id)
+    _put(store, run_id, REPORT_NAME, html.encode("utf-8"))
     return report_uri(store, run_id)
 
 
 def read_run_report(store: RunStore, run_id: str) -> str | None:
-    """The stored report's HTML, or None when the driver has not written one."""
-    path = posixpath.join(store.root, run_id, REPORT_NAME)
-    try:
-        with store.fs.open_input_stream(path) as f:
-            return bytes(f.read()).decode("utf-8")
-    except FileNotFoundError:
-        return None
-
-
-def report_outdated(store: RunStore, run_id: str) -> bool:
-    """A repair record (``repairs/mb-N.json``) is newer than the stored report: the
-    report shows an earlier attempt and must be rendered again from the run store."""
-    base = posixpath.join(store.root, run_id)
-    report = store.fs.get_file_info(posixpath.join(base, REPORT_NAME))
-    if report.type != pafs.FileType.File or report.mtime is None:
-        return False
-    selector = pafs.FileSelector(posixpath.join(base, "repairs"), allow_not_found=True)
-    return any(
-        info.type == pafs.FileType.File and info.mtime is not None and info.mtime >= report.mtime
-        for info in store.fs.get_file_info(selector)
-    )
+    """The kept report's HTML, or None when none was written."""
+    raw = _read(store, run_id, REPORT_NAME)
+    return None if raw is None else raw.decode("utf-8")

@@ -78,3 +78,26 @@ def wait_until(
 
 def body_text(driver: Any) -> str:
     return str(driver.find_element("tag name", "body").text)
+
+
+@contextlib.contextmanager
+def serve(app: Any) -> Iterator[str]:
+    """Serve an ASGI ``app`` with uvicorn on a free loopback port; yields its URL."""
+    import socket
+    import threading
+
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: server.started, 30, "uvicorn to start")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()

@@ -6,7 +6,11 @@ password); headless chromium then checks the grid with the mapped microbatch tas
 instances, a microbatch's lineage summary (XCom), the RayOrch report views, the runs
 page and the extra link. Screenshots are kept as artefacts
 (``$RAYORCH_BROWSER_ARTIFACTS``, else a tmp dir; ``RAYORCH_DOC_IMAGES=1`` also
-copies them to docs/images)."""
+copies them to docs/images).
+
+Issue 18 finding 7: the planted-payload test serves a run store whose every field a
+user or a pipeline controls carries markup and script through the plugin's app (uvicorn
+on loopback, no deployment needed) and checks in the browser that nothing ran."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from urllib.parse import quote
 
 import pytest
 import requests
-from browser import body_text, chromium, missing_browser, wait_until
+from browser import body_text, chromium, missing_browser, serve, wait_until
 from e2e_helpers import EXAMPLES, ROOT
 from e2e_runs import all_task_logs, assert_no_secret, run_to_the_end
 
@@ -253,3 +257,111 @@ def test_runs_page_and_extra_link(ui, artifacts) -> None:
     )
     assert missing.status_code == 404
     assert "has no RayOrch run" in missing.text
+
+
+# -- issue 18 finding 7: planted markup and script never run ---------------------------
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """The plugin's app over a run store full of payloads, served on loopback: access
+    checks passed, Airflow's metadata replaced by the planted run."""
+    from contextlib import nullcontext
+
+    import airflow.api_fastapi.app as airflow_app
+    from airflow.api_fastapi.core_api.security import get_user
+
+    from airflow_provider_rayorch.plugins import app as plugin_app
+    from airflow_provider_rayorch.plugins.resolve import RunRef, TaskRun
+    from tests.unit.reports.payloads import PAYLOAD, RUN_PAYLOAD, plant
+
+    root = tmp_path_factory.mktemp("planted") / "runs"
+    store = plant(root)
+    run = TaskRun(PAYLOAD, PAYLOAD, PAYLOAD, -1, RUN_PAYLOAD, store.uri)
+
+    class _Auth:
+        def get_authorized_dag_ids(self, user: object) -> None:
+            return None
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(plugin_app, "create_session", nullcontext)
+        mp.setattr(plugin_app.resolve, "find_for_ti", lambda *a: RunRef(store.uri, RUN_PAYLOAD, 1))
+        mp.setattr(plugin_app.resolve, "find_for_dag_run", lambda *a: [run, run])
+        mp.setattr(plugin_app.resolve, "recent_runs", lambda *a: [run])
+        mp.setattr(airflow_app, "get_auth_manager", _Auth)
+        plugin_app.app.dependency_overrides[plugin_app._READ_TI.dependency] = lambda: None
+        plugin_app.app.dependency_overrides[get_user] = lambda: None
+        try:
+            with serve(plugin_app.app) as url, chromium() as driver:
+                yield url, driver, store
+        finally:
+            plugin_app.app.dependency_overrides.clear()
+
+
+def _nothing_ran(driver) -> str:
+    """The page's text, after checking no payload ran (it would set ``window.__pwned``
+    and the title) and no payload became an element."""
+    from selenium.webdriver.common.by import By
+
+    assert driver.execute_script("return window.__pwned === undefined") is True
+    assert driver.title != "pwned"  # what the payload would set (the run id is in it as text)
+    assert driver.find_elements(By.CSS_SELECTOR, "script, img, iframe, object") == []
+    return body_text(driver)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("path", "ready"),
+    [
+        pytest.param("/ti?dag_id=d&run_id=r&task_id=t&map_index=1", "#sources-table", id="ti"),
+        pytest.param("/ti?dag_id=d&run_id=r&task_id=t&q=&outcome=", "#attempts-table", id="all"),
+        pytest.param("/dagrun?dag_id=d&run_id=r", "#runs", id="dag-run"),
+        pytest.param("/", "#runs", id="runs-page"),
+    ],
+)
+def test_planted_payloads_are_shown_as_text_and_never_run(planted, path: str, ready: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    from tests.unit.reports.payloads import PAYLOAD, RUN_PAYLOAD
+
+    url, driver, _ = planted
+    driver.get(url + path)
+    wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, ready), 30, ready)
+    text = _nothing_ran(driver)
+    assert RUN_PAYLOAD in text  # the run id, as text
+    if path.startswith("/ti"):
+        # source names, causes, pipeline, stage names, job message, repair job id/message
+        assert text.count(PAYLOAD) >= 3, text
+        assert f"pkg.mod:{PAYLOAD}" in text
+    else:
+        assert PAYLOAD in text  # DAG, DAG run and task names, the job message
+
+
+@pytest.mark.timeout(120)
+def test_planted_states_never_run(planted) -> None:
+    """The run manifest's state and the job's status as raw bytes: still no script."""
+    from tests.unit.reports.payloads import PAYLOAD, RUN_PAYLOAD, plant_states
+
+    url, driver, store = planted
+    plant_states(store)
+    for path in ("/ti?dag_id=d&run_id=r&task_id=t", "/dagrun?dag_id=d&run_id=r", "/"):
+        driver.get(url + path)
+        wait_until(lambda: body_text(driver), 30, f"{path} to load")
+        text = _nothing_ran(driver)
+        # the state as text, or the damaged record named (by its path: the run id)
+        assert PAYLOAD in text or RUN_PAYLOAD in text, (path, text)
+
+
+@pytest.mark.timeout(120)
+def test_the_kept_report_file_runs_no_payload(planted) -> None:
+    """``report.html`` opened from disk has no CSP to help: escaping alone holds."""
+    from pathlib import Path
+
+    from tests.unit.reports.payloads import PAYLOAD, RUN_PAYLOAD
+
+    _, driver, store = planted
+    kept = Path(store.root) / RUN_PAYLOAD / "report.html"
+    driver.get(kept.as_uri())
+    wait_until(lambda: body_text(driver), 30, "the kept report")
+    text = _nothing_ran(driver)
+    assert f"cause {PAYLOAD}" in text

@@ -34,14 +34,18 @@ def make_run(
     finished: bool = True,
     max_failed_ratio: float = 0.5,
     run_id: str = RUN,
+    sources: list[str] | None = None,
+    issues: dict[int, tuple[str, str | None]] | None = None,
+    pipeline: str = "pkg.mod:Docs",
 ) -> RunStore:
     """10 sources in microbatches of 4 (0-3, 4-7, 8-9), the given ones committed."""
+    issues = ISSUES if issues is None else issues
     store = RunStore(str(root))
     plan = PlanRecord(
         run_id=run_id,
-        pipeline="pkg.mod:Docs",
+        pipeline=pipeline,
         fingerprint="f" * 64,
-        sources=SOURCES,
+        sources=SOURCES if sources is None else sources,
         input_batch_size=4,
         max_failed_ratio=max_failed_ratio,
     )
@@ -54,7 +58,7 @@ def make_run(
         counts = dict.fromkeys(("present", "dropped", "failed", "suppressed"), 0)
         failures = []
         for s in range(first, first + count):
-            outcome, cause = ISSUES.get(s, ("present", None))
+            outcome, cause = issues.get(s, ("present", None))
             counts[outcome] += 1
             rows.append((outcome, cause, {"text": f"t{s}"} if outcome == "present" else None))
             if outcome in ("failed", "suppressed"):

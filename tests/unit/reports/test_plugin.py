@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_rayorch.plugins import pages
 from airflow_provider_rayorch.plugins.resolve import RunRef, ref_from_values
 
 from .plugin_env import plugins_folder
@@ -94,10 +93,39 @@ def test_plugin_declares_valid_views_app_and_links() -> None:
     assert link.name == "RayOrch report"
 
 
-def test_focus_marks_the_microbatch() -> None:
-    html = '<html><body data-state="x">r</body></html>'
-    assert pages.focus(html, None) == html
-    assert '<body data-focus="mb-3" data-state="x">' in pages.focus(html, 3)
+def test_a_microbatch_report_opens_on_its_microbatch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A microbatch task's report marks its row and lists its sources, until the
+    filter (a plain GET form: the pages run no script) asks for something else."""
+    from contextlib import nullcontext
+
+    from fastapi.testclient import TestClient
+
+    from airflow_provider_rayorch.plugins import app as plugin_app
+
+    from .conftest import RUN, make_run
+    from .test_report import parse
+
+    store = make_run(tmp_path / "runs")
+    monkeypatch.setattr(plugin_app, "create_session", nullcontext)
+    monkeypatch.setattr(plugin_app.resolve, "find_for_ti", lambda *a: RunRef(store.uri, RUN, 1))
+    plugin_app.app.dependency_overrides[plugin_app._READ_TI.dependency] = lambda: None
+    try:
+        http = TestClient(plugin_app.app)
+        params = {"dag_id": "d", "run_id": "r", "task_id": "t", "map_index": "1"}
+        html = http.get("/ti", params=params).text
+        page = parse(html)
+        assert 'data-focus="mb-1"' in html
+        assert '<tr id="mb-1" class="focus">' in html
+        assert [r[0] for r in page.rows["sources-table"][1:]] == ["4", "5", "6", "7"]
+        failed = parse(http.get("/ti", params={**params, "q": "", "outcome": "failed"}).text)
+        assert [r[0] for r in failed.rows["sources-table"][1:]] == ["3"]
+        cause = parse(http.get("/ti", params={**params, "q": "BLANK"}).text)
+        assert [r[0] for r in cause.rows["sources-table"][1:]] == ["5"]
+        assert 'id="source-shown">1<' in http.get("/ti", params={**params, "q": "blank"}).text
+    finally:
+        plugin_app.app.dependency_overrides.clear()
 
 
 def test_airflow_plugins_lists_the_plugin(tmp_path: Path) -> None:

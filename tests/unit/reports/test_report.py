@@ -205,8 +205,10 @@ def test_write_then_read_is_atomic_and_returns_the_uri(run_store, tmp_path) -> N
     stored = read_run_report(run_store, RUN)
     assert stored is not None
     assert 'data-plot="timeline"' in stored
+    # the driver's data and the kept page, no temporary file left
     assert sorted(p.name for p in (tmp_path / "runs" / RUN).iterdir() if "report" in p.name) == [
-        "report.html"
+        "report.html",
+        "report.json",
     ]
     assert read_run_report(run_store, "no-such-run") is None
 
