@@ -174,7 +174,11 @@ def compile_plan(
         spec, importlib.import_module(module_name), remote, runtime_env, shares_worker_path
     )
     from airflow_provider_rayorch.rayorch.errors import CompileError
+    from airflow_provider_rayorch.runs.factory_args import kwargs_mismatch
 
+    mismatch = kwargs_mismatch(factory, pipeline_kwargs, spec)
+    if mismatch is not None:  # else a bare TypeError from deep inside the factory call
+        raise RayOrchCompileFailed(mismatch)
     try:
         pipeline = factory(**dict(pipeline_kwargs))
         compiled = pipeline.compile()
@@ -191,13 +195,20 @@ def resolve_sources(
 ) -> tuple[list[Any], int]:
     """``(rows, n_columns)``: a list as given, a glob URI expanded through
     ``pyarrow.fs``, or a mapping of equally long columns (in ``forward``'s order)
-    turned into rows of one value per column."""
-    from airflow_provider_rayorch.runs.store import glob_uris
+    turned into rows of one value per column.
+
+    A glob whose folder does not exist fails (``SourcesNotFound`` names the folder);
+    one that matches no file in an existing folder skips the task, saying so: a run
+    of nothing is neither a success to count nor a failure to retry."""
+    from airflow_provider_rayorch.runs.globbing import glob_uris
 
     if isinstance(sources, str):
         after = _as_datetime(modified_after)
         before = _as_datetime(modified_before)
-        return list(glob_uris(sources, modified_after=after, modified_before=before)), 1
+        rows = glob_uris(sources, modified_after=after, modified_before=before, missing_ok=False)
+        if not rows:
+            _skip_empty_glob(sources, after, before)
+        return list(rows), 1
     if sources is None:
         return [], 1
     if isinstance(sources, Mapping):
@@ -211,6 +222,20 @@ def resolve_sources(
             return columns[0], 1
         return [list(row) for row in zip(*columns, strict=True)], len(columns)
     return list(sources), 1
+
+
+def _skip_empty_glob(pattern: str, after: datetime | None, before: datetime | None) -> None:
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from airflow_provider_rayorch.runs.globbing import glob_base
+
+    window = ""
+    if after is not None or before is not None:
+        window = f" modified in [{after or '-inf'}, {before or '+inf'})"
+    raise AirflowSkipException(
+        f"sources glob {pattern!r} matched no file{window} in {glob_base(pattern)!r}: "
+        "nothing to run, so the task is skipped (see docs/airflow/operators.md)"
+    )
 
 
 def _as_datetime(value: datetime | str | None) -> datetime | None:

@@ -1,4 +1,9 @@
-"""Glob URIs through :mod:`pyarrow.fs`: ``s3://bucket/in/*.pdf``, ``/data/**/x?.mp4``."""
+"""Glob URIs through :mod:`pyarrow.fs`: ``s3://bucket/in/*.pdf``, ``/data/**/x?.mp4``.
+
+A glob's *base* is the folder before its first wildcard. A base that does not exist
+is most often a typo or a mount that is missing: callers that take sources from a
+glob ask for :class:`SourcesNotFound` then, instead of an empty list.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +13,26 @@ from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 
+from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.runs.uris import open_filesystem
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-__all__ = ["glob_uris"]
+__all__ = ["SourcesNotFound", "glob_base", "glob_uris"]
+
+
+class SourcesNotFound(UsageError):
+    """A sources glob's base folder (or a sources path without wildcards) does not exist."""
+
+
+def glob_base(pattern: str) -> str:
+    """The folder before the first wildcard of ``pattern`` (the pattern itself if none)."""
+    cut = min((pattern.find(c) for c in _GLOB_CHARS if c in pattern), default=-1)
+    if cut < 0:
+        return pattern
+    return pattern[: pattern.rfind("/", 0, cut) + 1] or "."
+
 
 _GLOB_CHARS = "*?["
 
@@ -23,24 +42,33 @@ def glob_uris(
     *,
     modified_after: datetime | None = None,
     modified_before: datetime | None = None,
+    missing_ok: bool = True,
 ) -> list[str]:
     """Files matching a glob (``s3://bucket/in/*.pdf``, ``/data/**/x?.mp4``), sorted.
 
     ``modified_after`` (inclusive) and ``modified_before`` (exclusive) filter on the
     file's modification time, for example an Airflow data interval. Results keep the
-    pattern's scheme, so they can be passed on as sources.
+    pattern's scheme, so they can be passed on as sources. ``missing_ok=False``: a
+    base folder (or a path without wildcards) that does not exist raises
+    :class:`SourcesNotFound` naming it, instead of giving an empty list.
     """
-    cut = min((pattern.find(c) for c in _GLOB_CHARS if c in pattern), default=-1)
-    if cut < 0:
-        base_uri = pattern
-        fs, base = open_filesystem(base_uri)
-        info = fs.get_file_info(base)
-        return [pattern] if info.type == pafs.FileType.File else []
-    base_uri = pattern[: pattern.rfind("/", 0, cut) + 1] or "."
+    base_uri = glob_base(pattern)
     fs, base = open_filesystem(base_uri)
+    if base_uri == pattern:
+        info = fs.get_file_info(base)
+        if info.type == pafs.FileType.File:
+            return [pattern]
+        if not missing_ok and info.type == pafs.FileType.NotFound:
+            raise SourcesNotFound(f"sources {pattern!r}: no such file")
+        return []
     _, full = open_filesystem(pattern) if "://" in pattern else (fs, os.path.abspath(pattern))
     if fs.get_file_info(base).type != pafs.FileType.Directory:
-        return []
+        if missing_ok:
+            return []
+        raise SourcesNotFound(
+            f"sources glob {pattern!r}: its folder {base_uri!r} does not exist (or is not a "
+            "folder); check the path, the mount or bucket, and the credentials that list it"
+        )
     infos = fs.get_file_info(pafs.FileSelector(base, recursive=True))
     prefix = pattern[: pattern.find("://") + 3] if "://" in pattern else ""
     matcher = _glob_regex(full)

@@ -380,6 +380,13 @@ class RayOrchRunSensor(_RunStoreSensor):
         return status.is_terminal
 
     def execute(self, context: Context) -> Any:
+        if _real_job_id(self.run_id) is None:  # a sources glob that matched nothing
+            from airflow.sdk.exceptions import AirflowSkipException
+
+            raise AirflowSkipException(
+                "no RayOrch run to wait for: the submit task prepared none (skipped, or "
+                "failed before its plan: see its log)"
+            )
         if not self.deferrable or self._job is None or self._repaired_run():
             return super().execute(context)
         if self._ended():
