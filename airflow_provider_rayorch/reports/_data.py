@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from airflow_provider_rayorch.rayorch.summary import summary_state
 from airflow_provider_rayorch.runs.attempts import read_repairs
+from airflow_provider_rayorch.runs.uris import fs_path, join_uri
 
 from .history import AttemptRow, attempt_rows
 from .state import (
@@ -109,9 +110,9 @@ def _output_rows(
     store: RunStore, run_id: str, mb: MicrobatchView, port: str
 ) -> list[dict[str, Any]]:
     """The committed attempt's rows: a repaired manifest names its files."""
-    default = store.outputs_uri(run_id, mb.index).rstrip("/") + f"/{port}.parquet"
-    uri = mb.files.get(port) or default
-    table = pq.read_table(uri, columns=["source", "outcome", "cause"])
+    default = join_uri(store.outputs_uri(run_id, mb.index), f"{port}.parquet")
+    uri = mb.files.get(port) or default  # read with the store's filesystem: its options
+    table = pq.read_table(fs_path(uri), filesystem=store.fs, columns=["source", "outcome", "cause"])
     return list(table.to_pylist())
 
 

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
+from airflow_provider_rayorch.runs.uris import join_uri
+
 from ._data import load_run
 from .measure import measure
 from .model import ReportData, ReportDataError
@@ -42,7 +44,7 @@ DATA_NAME = "report.json"
 
 def report_uri(store: RunStore, run_id: str) -> str:
     """Where the kept report of ``run_id`` lives (a path for local stores, else a URI)."""
-    return store.run_uri(run_id).rstrip("/") + "/" + REPORT_NAME
+    return join_uri(store.run_uri(run_id), REPORT_NAME)  # before a query string
 
 
 def _path(store: RunStore, run_id: str, name: str) -> str:
@@ -79,7 +81,7 @@ def read_report_data(store: RunStore, run_id: str) -> ReportData | None:
     raw = _read(store, run_id, DATA_NAME)
     if raw is None:
         return None
-    return ReportData.from_json(raw, store.run_uri(run_id).rstrip("/") + "/" + DATA_NAME)
+    return ReportData.from_json(raw, join_uri(store.run_uri(run_id), DATA_NAME))
 
 
 def _measured(

@@ -32,6 +32,7 @@ from airflow_provider_rayorch.runs.secrets import (
 __all__ = [
     "RunStoreSettingError",
     "check_uri",
+    "fs_path",
     "is_local",
     "join_uri",
     "open_filesystem",
@@ -62,6 +63,18 @@ def join_uri(uri: str, *parts: str) -> str:
     if not split.path and parts:  # s3://bucket?x=1 has its bucket in netloc, no path
         path = "/" + posixpath.join(*parts)
     return urlunsplit((split.scheme, split.netloc, path, split.query, split.fragment))
+
+
+def fs_path(uri: str) -> str:
+    """The path inside its filesystem that ``uri`` names (what ``from_uri`` returns),
+    found without opening anything: ``s3://b/k?region=x`` is ``b/k``. Read a file a
+    manifest names with the store's own filesystem, which carries its options."""
+    if is_local(uri):
+        return os.path.abspath(os.path.expanduser(uri))
+    split = urlsplit(uri)
+    if split.scheme.lower() in ("s3", "gs", "gcs"):
+        return posixpath.join(split.netloc, split.path.lstrip("/")).rstrip("/")
+    return split.path
 
 
 def store_root_of(outputs_uri: str, run_id: str) -> str | None:

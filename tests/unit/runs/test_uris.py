@@ -11,6 +11,7 @@ import pytest
 from airflow_provider_rayorch.runs.store import RunStore, read_summary_outputs
 from airflow_provider_rayorch.runs.uris import (
     RunStoreSettingError,
+    fs_path,
     join_uri,
     open_filesystem,
     redact_uri,
@@ -145,3 +146,42 @@ def test_a_local_store_writes_outputs_whose_uri_it_can_read_back(tmp_path) -> No
     store.commit_microbatch("r1", 0, {"state": "success"})
     summary = {"run_id": "r1", "outputs": {"uri": store.outputs_uri("r1"), "rows": 1}}
     assert [r["value"] for r in read_summary_outputs(summary)] == [7]
+
+
+@pytest.mark.parametrize(
+    ("uri", "path"),
+    [
+        pytest.param(
+            f"s3://b/runs/r1/outputs/mb-00000/out.parquet?{QUERY}",
+            "b/runs/r1/outputs/mb-00000/out.parquet",
+            id="s3-query",
+        ),
+        pytest.param("gs://b/runs/x.json", "b/runs/x.json", id="gcs"),
+        pytest.param("file:///data/runs/x.json", "/data/runs/x.json", id="file"),
+        pytest.param("/data/runs/x.json", "/data/runs/x.json", id="local"),
+    ],
+)
+def test_fs_path_is_the_path_inside_the_filesystem(uri: str, path: str) -> None:
+    assert fs_path(uri) == path
+
+
+def test_report_rows_are_read_with_the_stores_filesystem(tmp_path, monkeypatch) -> None:
+    """A manifest's file URI is read through the store's filesystem (its options: the
+    endpoint, region, keys), never opened by pyarrow from the URI alone."""
+    import pyarrow.parquet as pq
+
+    from airflow_provider_rayorch.reports import _data
+
+    store = RunStore(str(tmp_path))
+    uri = store.write_outputs("r1", 0, "out", 0, [("present", None, 7)])
+    seen: list[object] = []
+    real = pq.read_table
+
+    def recording(path, *args, **kwargs):
+        seen.append(kwargs.get("filesystem"))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(_data.pq, "read_table", recording)
+    view = type("MB", (), {"index": 0, "files": {"out": uri}})()
+    assert _data._output_rows(store, "r1", view, "out")[0]["outcome"] == "present"
+    assert seen == [store.fs]
