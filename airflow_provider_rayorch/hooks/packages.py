@@ -39,15 +39,16 @@ def prepare_runtime_env(api: JobsApi, runtime_env: Mapping[str, Any] | None) -> 
     for a local path that cannot be shipped."""
     from ray.runtime_env import RuntimeEnv
 
-    env = copy.deepcopy(dict(runtime_env or {}))
+    env = dict(runtime_env or {})
     if not env:
         return {}
+    modules = env.pop("py_modules", None)  # may hold module objects, which do not copy
+    env = copy.deepcopy(env)
     gitignore = pf.include_gitignore()
     excludes = list(env.get("excludes") or [])
     working_dir = env.get("working_dir")
     if working_dir is not None:
         env["working_dir"] = _ship(api, _working_dir_package(working_dir, excludes, gitignore))
-    modules = env.get("py_modules")
     if modules is not None:
         if not isinstance(modules, list):
             raise _bad("py_modules", modules, "must be a list of paths, modules or URIs")

@@ -220,3 +220,19 @@ def test_gitignore_is_ignored_when_rays_variable_says_so(
     uri = prepare_runtime_env(api, {"working_dir": str(root)})["working_dir"]
     assert "secret.txt" in api.zip_names(uri)
     assert os.environ["RAY_RUNTIME_ENV_IGNORE_GITIGNORE"] == "1"
+
+
+def test_imported_modules_ship_from_where_they_live(tmp_path: Path) -> None:
+    """``py_modules`` may hold module objects, as with Ray: a package by its one
+    directory, a single-file module by its file."""
+    import types
+
+    pkg_dir = _tree(tmp_path / "modpkg", {"__init__.py": "", "core.py": "X = 1\n"})
+    package = types.ModuleType("modpkg")
+    package.__path__ = [str(pkg_dir)]
+    single = types.ModuleType("solo")
+    single.__file__ = str(_tree(tmp_path, {"solo.py": "Y = 2\n"}) / "solo.py")
+    api = FakeJobsApi()
+    a, b = prepare_runtime_env(api, {"py_modules": [package, single]})["py_modules"]
+    assert api.zip_names(a) == {"modpkg/__init__.py", "modpkg/core.py"}
+    assert api.zip_names(b) == {"solo.py"}
