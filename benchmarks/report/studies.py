@@ -12,10 +12,10 @@ from .markdown import fmt, table
 if TYPE_CHECKING:
     from ..results import CurveResult
 
-__all__ = ["ablations", "cpu_per_batch", "curve", "scaling", "simulator"]
+__all__ = ["ablations", "curve", "scaling", "simulator"]
 
 
-def cpu_per_batch(p: dict[str, Any]) -> str:
+def _cpu_per_batch(p: dict[str, Any]) -> str:
     """Driver and whole-host CPU milliseconds per batch of a warm scaling run."""
     batches, driver, host = p.get("batches"), p.get("driver_cpu_s"), p.get("host_cpu_busy")
     if not batches or driver is None or host is None:
@@ -47,7 +47,7 @@ def scaling(s: dict[str, Any] | None) -> list[str]:
             fmt(p["busy_fraction"], 2, pct=True),
             fmt(p["batch_fill"], 1),
             fmt(p.get("host_cpu_busy"), 2, pct=True),
-            cpu_per_batch(p),
+            _cpu_per_batch(p),
             fmt(p["sim_s"]),
             fmt(p["sim_efficiency"], 2, pct=True),
         ]
