@@ -31,7 +31,9 @@ def write_report(
     *,
     microbatches: list[Any] | None,
 ) -> str:
-    """Write the run's report into the run store (imported lazily: reports are optional)."""
+    """Store the driver's measurements as the run's report data (``report.json``) and
+    render the kept ``report.html`` from it and the store (imported lazily: reports are
+    optional); returns the kept report's URI."""
     from airflow_provider_rayorch.reports.writer import write_run_report
 
     return write_run_report(store, run_id, timeline, calls, microbatches=microbatches)

@@ -70,8 +70,10 @@ def attempt_rows(
     for record in repairs:
         index, attempt = int(record["index"]), int(record.get("attempt") or 0)
         status = str(record.get("status") or "")
-        if status == "committed" and (index, attempt) in rows:
-            continue  # the manifest's entry says more
+        if (index, attempt) in rows:
+            # the manifest's entry is the commit itself: newer than a record that still
+            # says the repair runs (its job commits before the sensor records it)
+            continue
         rows[(index, attempt)] = AttemptRow(
             index=index,
             attempt=attempt,

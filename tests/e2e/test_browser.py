@@ -25,6 +25,7 @@ import requests
 from browser import body_text, chromium, missing_browser, serve, wait_until
 from e2e_helpers import EXAMPLES, ROOT
 from e2e_runs import all_task_logs, assert_no_secret, run_to_the_end
+from ui_shots import assert_surfaces_say
 
 _missing = missing_browser()
 if _missing:
@@ -140,6 +141,13 @@ def test_grid_shows_the_mapped_microbatch_task_instances(ui, artifacts) -> None:
     _shot(driver, artifacts, "mapped-microbatches")
 
 
+def test_every_surface_says_the_run_succeeded(ui, airflow_rest) -> None:
+    """Issue 18 finding 1: no surface says the finished run's job is RUNNING."""
+    url, result, _ = ui
+    summary = airflow_rest.xcom(DAG_ID, result["run_id"], "docs.run")
+    assert_surfaces_say(url, DAG_ID, result["run_id"], summary, "success")
+
+
 def test_microbatch_xcom_shows_its_lineage_summary(ui, artifacts) -> None:
     url, result, driver = ui
     _open(driver, f"{url}{_run_path(result)}/tasks/docs.microbatch/mapped/1/xcom", "return_value")
@@ -198,12 +206,13 @@ def test_dag_run_tab_shows_the_report_plots(ui, artifacts) -> None:
     assert "RayOrch run report" in header
     assert {"microbatches", "completion"} <= set(kinds)
     if not stored:
-        pytest.xfail("the driver does not write report.html yet: actor timeline plots pending")
+        pytest.xfail("the driver wrote no report.json: actor timeline plots pending")
     assert {"timeline", "queue", "batch-sizes"} <= set(kinds)
 
 
 def test_report_page_filters_sources(ui, artifacts) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
 
     url, result, driver = ui
     query = f"dag_id={DAG_ID}&run_id={quote(result['run_id'], safe='')}"
@@ -213,9 +222,10 @@ def test_report_page_filters_sources(ui, artifacts) -> None:
         wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, "svg.plot"), 30, "the plots")
         assert driver.find_element(By.ID, "source-shown").text == "12"
         _shot(driver, artifacts, "report-full")
-        driver.find_element(By.ID, "source-filter").send_keys("unreadable")
+        # a GET form (the pages run no script): type, press Enter, the page comes back filtered
+        driver.find_element(By.ID, "source-filter").send_keys("unreadable" + Keys.ENTER)
         wait_until(
-            lambda: driver.find_element(By.ID, "source-shown").text == "1", 10, "one source left"
+            lambda: driver.find_element(By.ID, "source-shown").text == "1", 30, "one source left"
         )
         [row] = [
             r

@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from e2e_helpers import ROOT
 from e2e_runs import failure_digest
-from ui_shots import Shots, report_path, run_path, shots_fixture  # noqa: F401 (a fixture)
+from ui_shots import (  # noqa: F401 (a fixture)
+    Shots,
+    assert_surfaces_say,
+    report_path,
+    run_path,
+    shots_fixture,
+)
 
 from airflow_provider_rayorch.runs.store import read_summary_outputs
 
@@ -104,6 +110,9 @@ def test_clearing_a_red_microbatch_repairs_only_its_failed_sources(
     assert [f["source"] for f in red["failures"]] == [1]
     assert "flaky service" in red["failures"][0]["cause"]
     assert _calls(state) == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    # issue 18 finding 1: the failed run's surfaces say failed, none says running
+    failed = rest.xcom(DAG_ID, run_id, "docs.run", key="rayorch_summary")
+    assert_surfaces_say(airflow_deployment.url, DAG_ID, run_id, failed, "failed")
 
     (state / "fail-1").unlink()  # the service is back
     (state / "calls.log").unlink()
@@ -127,6 +136,7 @@ def test_clearing_a_red_microbatch_repairs_only_its_failed_sources(
     assert run["sources"] == {"total": 6, "present": 6, "dropped": 0, "failed": 0, "suppressed": 0}
     assert [m.get("attempt", 1) for m in run["microbatches"]] == [2, 1]
     assert [(r["index"], r["status"]) for r in run["repairs"]] == [(0, "committed")]
+    assert_surfaces_say(airflow_deployment.url, DAG_ID, run_id, run, "success")  # repaired
     rows = read_summary_outputs(run)
     assert [(r["source"], r["outcome"]) for r in rows] == [(i, "present") for i in range(6)]
     assert [r["value"] for r in rows] == [[i * 20, i * 20 + 2] for i in range(6)]

@@ -96,3 +96,49 @@ def shots_fixture(airflow_deployment: Any, e2e_root: Path) -> Iterator[Shots]:
     where.mkdir(parents=True, exist_ok=True)
     with chromium() as driver:
         yield Shots(driver, airflow_deployment.url, where)
+
+
+def _get(url: str) -> str:
+    """A plugin page over HTTP (the simple auth manager's all-admins mode lets it in)."""
+    import requests
+
+    got = requests.get(url, timeout=60)
+    assert got.status_code == 200, (url, got.status_code, got.text[:500])
+    assert "default-src 'none'" in got.headers.get("content-security-policy", ""), url
+    return got.text
+
+
+def assert_surfaces_say(url: str, dag_id: str, run_id: str, summary: Any, state: str) -> None:
+    """Issue 18 finding 1: after the run ended, the kept ``report.html``, the DAG run's
+    RayOrch tab, the run task's report tab and the runs page all say ``state``, and none
+    says the Ray job is running. ``summary``: the run task's lineage summary."""
+    import re
+
+    rayorch_run = str(summary["run_id"])
+    uri = str(summary["outputs"]["uri"])
+    kept = Path(uri[: uri.rindex(f"/{rayorch_run}/outputs")]) / rayorch_run / "report.html"
+    # the driver writes its last report just after the run manifest: wait for it, bounded
+    kept_html = wait_until(
+        lambda: (lambda t: t if f'data-state="{state}"' in t else None)(kept.read_text()),
+        60,
+        f"the kept report {kept} to say {state}",
+    )
+    query = f"dag_id={dag_id}&run_id={quote(run_id, safe='')}"
+    surfaces = {
+        "kept report.html": kept_html,
+        "DAG-run tab": _get(f"{url}/rayorch/dagrun?{query}"),
+        "run task's report tab": _get(f"{url}/rayorch/ti?{query}&task_id=docs.run&map_index=-1"),
+        "runs page": _get(f"{url}/rayorch/"),
+    }
+    for name, html in surfaces.items():
+        assert "RUNNING" not in html, f"{name} says the Ray job is RUNNING"
+        assert " is running" not in html, f"{name} says the run is running"
+        if name != "runs page":
+            assert f'data-state="{state}"' in html, name
+    row = re.search(
+        rf"<tr>(?:(?!</tr>).)*>{re.escape(rayorch_run)}</a>(?:(?!</tr>).)*</tr>",
+        surfaces["runs page"],
+        re.S,
+    )
+    assert row is not None, f"{rayorch_run} is not on the runs page"
+    assert f'<td class="state state-{state}">' in row.group(0), row.group(0)

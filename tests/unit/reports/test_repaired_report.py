@@ -155,3 +155,24 @@ def test_runs_page_shows_the_repairs(repaired) -> None:
     html = pages.runs_page("runs", [run], states={RUN: read_run_state(store, RUN)})
     assert "repair" in html
     assert "attempt 2" in html
+
+
+def test_a_committed_repair_never_reads_running(tmp_path: Path) -> None:
+    """Issue 18 finding 1: the repair job commits and writes the kept report before its
+    sensor records the repair committed; the record that still says ``running`` is
+    older than the commit and must not show."""
+    from airflow_provider_rayorch.reports import read_run_report
+
+    store = make_run(tmp_path / "runs", max_failed_ratio=0.1)
+    write_repair(store, RUN, 0, attempt=2, status="running", job_id="repair-job-1")
+    _repair_mb0(store)
+    write_repair(store, RUN, 0, attempt=2, status="running", job_id="repair-job-1")
+    write_run_report(store, RUN)  # what the repair's driver does after its commit
+    html = read_run_report(store, RUN)
+    assert html is not None
+    history = [r[:4] for r in parse(html).rows["attempts-table"][1:]]
+    assert ["mb 0", "2", "repair", "success"] in history
+    assert "running" not in " ".join(" ".join(r) for r in history)
+    state = read_run_state(store, RUN)
+    assert state.message is not None
+    assert "mb 0 attempt 2 running" not in state.message
