@@ -180,7 +180,7 @@ class JobsApi:
             trusted = "the default CA bundle" if verify is True else f"the CA bundle {verify}"
             return RayOrchClusterError(
                 f"TLS verification of {where} failed during {method} {path} ({exc}); nothing "
-                f"was sent. Fix: the server's certificate must be signed by {trusted}: set the "
+                f"was sent. Fix: the server's certificate must be signed by {trusted}: set "
                 f"{self.conn}'s extra `verify` to the CA bundle that signs it",
                 transient=False,
             )

@@ -44,6 +44,7 @@ from airflow_provider_rayorch.hooks.rayorch import RayOrchHook, mask_secrets
 from airflow_provider_rayorch.links.rayorch import RayJobLink
 from airflow_provider_rayorch.links.report import RayOrchReportLink
 from airflow_provider_rayorch.operators import _common
+from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.runs.secrets import driver_env, ray_init_secrets
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger
 
@@ -358,11 +359,15 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         ti = context["ti"]
         if not should_repair(RepairMode(self.repair), ti, self.retries):
             return False
-        try:
-            summary = self._store().read_run_manifest(self._run_id(context))
-        except Exception as exc:  # no store yet: nothing to repair
-            self.log.debug("no run manifest to repair: %s", exc)
-            return False
+        store, run_id = self._store(), self._run_id(context)
+        try:  # no store or no manifest yet reads as None: nothing to repair
+            summary = store.read_run_manifest(run_id)
+        except Exception as exc:  # resuming instead would silently skip the asked repair
+            raise StoreError(
+                f"this try should repair run {run_id} (repair={self.repair!r}), but its run "
+                f"manifest in {store.run_uri(run_id)} cannot be read: {exc}. Fix the run "
+                "store (or the connection's run_store_options), then clear the task again"
+            ) from exc
         if summary is None:
             return False
         sources = summary.get("sources") or {}
@@ -551,9 +556,10 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
                 seen = committed
                 self.log.info("Job %s %s: %d microbatch(es) committed", job_id, status, committed)
             try:
-                logs = self.poll_hook.get_job_logs(job_id)
-            except Exception:  # logs are best effort
-                logs = ""
+                logs, logs_read = self.poll_hook.get_job_logs(job_id), True
+            except RayOrchClusterError as exc:  # the relay is best effort; the verdict is not
+                self.log.debug("reading the log of job %s failed: %s", job_id, exc)
+                logs, logs_read = "", False
             for line in logs.splitlines()[printed:]:
                 relay_line(self.log, "[ray job]", line)
             printed = max(printed, len(logs.splitlines()))
@@ -564,11 +570,41 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             message = "" if info is None else str(info.get("message") or "")
             if info is None:
                 message = f"the cluster does not know job {job_id}"
-            raise self._job_error(job_id, status, message, logs, run_id=run_id)
+            if not logs_read:
+                logs = self._last_log(job_id)
+            raise self._job_error(
+                job_id, status, message, logs, run_id=run_id, exit_code=_exit_code(info)
+            )
+
+    def _last_log(self, job_id: str) -> str:
+        """The log of a job that failed, read with retries: its ``RAYORCH_ERROR`` line
+        tells a compile or import error (no task retry) from a failed run. Unreadable:
+        ``""``, and the verdict comes from Ray's job info (exit code, log tail)."""
+        try:
+            return str(
+                self._retrying(
+                    lambda: self.poll_hook.get_job_logs(job_id), f"reading the log of job {job_id}"
+                )
+            )
+        except RayOrchClusterError as exc:
+            self.log.warning(
+                "cannot read the log of job %s (%s): judging it by Ray's job info", job_id, exc
+            )
+            return ""
 
     def _job_error(
-        self, job_id: str, status: str, message: str, logs: str, *, run_id: str | None = None
+        self,
+        job_id: str,
+        status: str,
+        message: str,
+        logs: str,
+        *,
+        run_id: str | None = None,
+        exit_code: int | None = None,
     ) -> Exception:
+        """The task's error for a job that ended without success: the driver's
+        ``RAYORCH_ERROR`` line (in the log, or in the log tail Ray keeps in ``message``),
+        else the driver's exit code from Ray's job info, else ``RayOrchJobFailed``."""
         ended = _ended_status(status)
         if (
             ended is not None
@@ -576,9 +612,11 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             and self._store().read_run_manifest(run_id) is None
         ):
             self._record_job_state(run_id, ended, f"Ray job {job_id} ended {status}: {message}")
-        error = _error_line(logs)
+        error = _error_line(logs) or _error_line(message)
         if error is not None and "exit_code" in error:
             return _driver_exit_error(int(error["exit_code"]), str(error.get("message")))
+        if exit_code:  # a driver that died before its error line (or a lost log)
+            return _driver_exit_error(exit_code, f"Ray job {job_id} ended {status}: {message}")
         if "No module named 'airflow_provider_rayorch'" in f"{message}\n{logs}":
             return RayOrchPipelineNotImportable(
                 f"Ray job {job_id}: the cluster's Python cannot import airflow_provider_rayorch; "
@@ -606,16 +644,20 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         self._job_id = str(event.get("job_id") or "") or None
         if event["status"] != "success":
             job_id = str(event.get("job_id"))
-            try:
-                logs = self.hook.get_job_logs(job_id)
-            except Exception:
-                logs = ""
+            try:  # the exit code is in the job info only
+                info = self._retrying(
+                    lambda: self.poll_hook.get_job_info(job_id), f"reading job {job_id}"
+                )
+            except RayOrchClusterError as exc:
+                self.log.warning("cannot read job %s (%s)", job_id, exc)
+                info = None
             raise self._job_error(
                 job_id,
                 str(event.get("job_status")),
                 str(event.get("message")),
-                logs,
+                self._last_log(job_id),
                 run_id=self._run_id(context),
+                exit_code=_exit_code(info),
             )
         return self.get_job_result(event.get("job_id"), context)
 
@@ -679,6 +721,15 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         uri = self._store().uri
         namespace, _, name = uri.partition("://") if "://" in uri else ("file", "", uri)
         return OperatorLineage(outputs=[Dataset(namespace=namespace, name=name)])
+
+
+def _exit_code(info: Mapping[str, Any] | None) -> int | None:
+    """The driver's exit code from Ray's job info (``driver_exit_code``), if known."""
+    code = (info or {}).get("driver_exit_code")
+    try:
+        return None if code is None else int(code)
+    except (TypeError, ValueError):
+        return None
 
 
 def _ended_status(status: str) -> JobStatus | None:
