@@ -19,12 +19,10 @@ once) lives in :mod:`.lease`.
 
 from __future__ import annotations
 
-import json
-import posixpath
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import pyarrow.fs as pafs
+from airflow_provider_rayorch.runs.records import RepairRecord, validate_record
 
 if TYPE_CHECKING:
     from .store import RunStore
@@ -38,42 +36,37 @@ __all__ = [
 
 #: A repair record status that means its job may still write.
 REPAIR_ACTIVE = "running"
+_FOLDER = "repairs"
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
+def _parts(run_id: str, name: str) -> tuple[str, str, str]:
+    return (run_id, _FOLDER, name)
 
 
-def _repair_path(store: RunStore, run_id: str, index: int) -> str:
-    return posixpath.join(store.root, run_id, "repairs", f"mb-{index:05d}.json")
+def _name(index: int) -> str:
+    return f"mb-{index:05d}.json"
 
 
 def write_repair(store: RunStore, run_id: str, index: int, **record: Any) -> dict[str, Any]:
     """Write (replace) microbatch ``index``'s repair record (its message stripped of
     credential values); returns it."""
-    from .store import sanitize_message
-
-    full = {"index": int(index), "at": _now(), "message": None, **record}
-    if full["message"] is not None:
-        full["message"] = sanitize_message(str(full["message"]))
-    path = _repair_path(store, run_id, index)
-    store._write_atomic(path, json.dumps(full, sort_keys=True).encode())
-    return full
+    parts = _parts(run_id, _name(index))
+    full = {"index": int(index), "at": datetime.now(UTC).isoformat(), "message": None, **record}
+    typed = validate_record(RepairRecord, full, store.record_uri(parts))
+    store.write_record(parts, typed)
+    return typed.to_dict()
 
 
 def read_repair(store: RunStore, run_id: str, index: int) -> dict[str, Any] | None:
-    text = store._read_text(_repair_path(store, run_id, index))
-    return None if text is None else dict(json.loads(text))
+    record = store.read_record(_parts(run_id, _name(index)), RepairRecord)
+    return None if record is None else record.to_dict()
 
 
 def read_repairs(store: RunStore, run_id: str) -> list[dict[str, Any]]:
     """Every microbatch's last repair record, by index."""
-    base = posixpath.join(store.root, run_id, "repairs")
-    infos = store.fs.get_file_info(pafs.FileSelector(base, allow_not_found=True))
     records = []
-    for info in sorted(infos, key=lambda i: i.base_name):
-        if info.type == pafs.FileType.File and info.base_name.endswith(".json"):
-            text = store._read_text(info.path)
-            if text is not None:
-                records.append(dict(json.loads(text)))
+    for name in store.record_names((run_id, _FOLDER)):
+        record = store.read_record(_parts(run_id, name), RepairRecord)
+        if record is not None:
+            records.append(record.to_dict())
     return records

@@ -28,16 +28,16 @@ import json
 import os
 import threading
 import time
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_rayorch.rayorch import summary as summaries
 from airflow_provider_rayorch.rayorch.errors import DriverError
+from airflow_provider_rayorch.runs.commit import commit_microbatch, root_name
 from airflow_provider_rayorch.runs.secrets import (
     ray_init_kwargs_from_env,
     run_store_options_from_env,
 )
-from airflow_provider_rayorch.runs.store import PlanRecord, RunStore, rows_of
+from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -142,46 +142,53 @@ def _microbatch_elapsed(mb: Any, since: float) -> float:
 class ProgressTicker:
     """Prints a throughput line while no microbatch commits for ``every_s`` seconds.
 
-    ``tick()`` prints one line from the executor's per-Call metrics; the thread
-    started by ``start()`` calls it, and ``committed()`` resets its clock.
+    The engine's core is single-threaded: it is read only on the driver thread, which
+    hands the ticker what it needs (``observe()`` the grains dispatched so far,
+    ``committed()``). The ticker's own thread (``start()``) only prints from those
+    values, so a line never races the dispatch loop, and its delta never goes negative.
     """
 
-    def __init__(self, executor: Any, total: int, every_s: float = PROGRESS_EVERY_S) -> None:
-        self.executor, self.total, self.every_s = executor, total, every_s
-        self.done = 0
-        self._started = self._last_commit = time.monotonic()
-        self._last_grains = self._grains()
-        self._last_tick = self._started
+    def __init__(self, total: int, every_s: float | None = None, *, done: int = 0) -> None:
+        self.total = total
+        self.every_s = PROGRESS_EVERY_S if every_s is None else every_s
+        self._lock = threading.Lock()
+        self.done = done
+        self._grains = self._last_grains = 0
+        self._started = self._last_commit = self._last_tick = time.monotonic()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def _grains(self) -> int:
-        try:
-            calls = list(self.executor.call_metrics()) if self.executor is not None else []
-        except Exception:  # progress is best effort
-            return 0
-        return sum(int(c.get("grains_dispatched", 0)) for c in calls)
+    def observe(self, grains_dispatched: int) -> None:
+        """The run's grains dispatched so far (read by the driver thread)."""
+        with self._lock:
+            self._grains = int(grains_dispatched)
 
     def committed(self) -> None:
-        self.done += 1
-        self._last_commit = time.monotonic()
+        with self._lock:
+            self.done += 1
+            self._last_commit = time.monotonic()
 
     def tick(self) -> str:
-        now, grains = time.monotonic(), self._grains()
-        window = max(now - self._last_tick, 1e-9)
+        now = time.monotonic()
+        with self._lock:
+            done, grains = self.done, self._grains
+            delta = max(grains - self._last_grains, 0)
+            window = max(now - self._last_tick, 1e-9)
+            quiet = now - self._last_commit
+            self._last_grains, self._last_tick = max(grains, self._last_grains), now
         line = (
-            f"running: {self.done}/{self.total} microbatches committed, {grains} grains "
-            f"dispatched (+{grains - self._last_grains} in the last {window:.0f} s, "
-            f"{_per_second(grains - self._last_grains, window)}/s), "
+            f"running: {done}/{self.total} microbatches committed, {grains} grains "
+            f"dispatched (+{delta} since the last line, {_per_second(delta, window)}/s; "
+            f"counted at commits), no commit for {quiet:.0f} s, "
             f"{now - self._started:.0f} s elapsed"
         )
-        self._last_grains, self._last_tick = grains, now
         _say(line)
         return line
 
     def _loop(self) -> None:
         while not self._stop.wait(min(self.every_s, 5.0)):
-            quiet = time.monotonic() - max(self._last_commit, self._last_tick)
+            with self._lock:
+                quiet = time.monotonic() - max(self._last_commit, self._last_tick)
             if quiet >= self.every_s:
                 self.tick()
 
@@ -196,8 +203,16 @@ class ProgressTicker:
             self._thread.join(timeout=5)
 
 
-def build_pipeline(plan: PlanRecord) -> tuple[Any, str]:
-    """Import, build and compile the plan's pipeline; returns it and its fingerprint."""
+def _grains_dispatched(executor: Any) -> int:
+    """Grains the executor dispatched so far; call on the driver thread only."""
+    metrics = getattr(executor, "call_metrics", None)
+    if metrics is None:  # an engine without per-Call metrics (tests' fakes)
+        return 0
+    return sum(int(c.get("grains_dispatched", 0)) for c in metrics())
+
+
+def build_pipeline(plan: PlanRecord) -> tuple[Any, Any]:
+    """Import, build and compile the plan's pipeline; returns it and the compiled plan."""
     ro = _engine()
     factory = import_factory(plan.pipeline)
     pipeline = factory(**plan.pipeline_kwargs)
@@ -207,31 +222,7 @@ def build_pipeline(plan: PlanRecord) -> tuple[Any, str]:
         raise DriverError(
             f"pipeline {plan.pipeline!r} does not compile: {exc}", EXIT_COMPILE
         ) from exc
-    return pipeline, str(compiled.fingerprint)
-
-
-def _commit(store: RunStore, plan: PlanRecord, mb: Any) -> dict[str, Any]:
-    outputs = mb.outputs if isinstance(mb.outputs, tuple) else (mb.outputs,)
-    names: Sequence[str] = tuple(mb.output_names) or tuple(
-        "out" if len(outputs) == 1 else f"out{i}" for i in range(len(outputs))
-    )
-    files = {
-        name: store.write_outputs(
-            plan.run_id, mb.index, name, mb.first_source, rows_of(port_outputs)
-        )
-        for name, port_outputs in zip(names, outputs, strict=True)
-    }
-    manifest = dict(mb.lineage(max_failed_ratio=plan.max_failed_ratio))
-    manifest.update(run_id=plan.run_id, pipeline=plan.pipeline, fingerprint=plan.fingerprint)
-    # the commit names its files and attempt (a repair replaces both, see repair.py)
-    manifest.update(attempt=1, files=files, committed_at=datetime.now(UTC).isoformat())
-    manifest["outputs"] = {
-        **dict(manifest.get("outputs") or {}),
-        "uri": store.outputs_uri(plan.run_id, mb.index),
-        "ports": list(names),
-    }
-    store.commit_microbatch(plan.run_id, mb.index, manifest)
-    return manifest
+    return pipeline, compiled
 
 
 class ReportWriter(Protocol):
@@ -283,7 +274,8 @@ def run_plan(
     plan = store.read_plan(run_id)
     if plan is None:
         raise DriverError(f"no plan record for run {run_id!r} in {store.uri}")
-    pipeline, fingerprint = build_pipeline(plan)
+    pipeline, compiled = build_pipeline(plan)
+    fingerprint = str(compiled.fingerprint)
     if fingerprint != plan.fingerprint:
         raise DriverError(
             f"run {run_id!r}: the pipeline compiled here has fingerprint {fingerprint}, the "
@@ -321,14 +313,15 @@ def run_plan(
             )
             last_report = last_commit = time.monotonic()
             total = len(plan.microbatches())
-            ticker = ProgressTicker(executor, total).start()
-            ticker.done = len(committed)
+            ticker = ProgressTicker(total, done=len(committed)).start()
+            root = root_name(compiled)
             try:
                 for mb in stream:
                     if mb.index in committed:
                         continue
-                    manifest = _commit(store, plan, mb)
+                    manifest = commit_microbatch(store, plan, mb, root)
                     timings.append({"index": mb.index, **dict(getattr(mb, "metrics", {}) or {})})
+                    ticker.observe(_grains_dispatched(executor))
                     ticker.committed()
                     _say(microbatch_line(manifest, total, _microbatch_elapsed(mb, last_commit)))
                     last_commit = time.monotonic()
@@ -377,12 +370,12 @@ def repair_plan(
         indices = None if which == "all" else [int(i) for i in which.split(",") if i.strip()]
     except ValueError:
         raise DriverError(f"--repair {which!r}: give 'all' or microbatch indices") from None
-    pipeline, _ = build_pipeline(plan)
+    pipeline, compiled = build_pipeline(plan)
     manifests = repair_microbatches(
         store,
         plan,
         pipeline,
-        pipeline.compile(),
+        compiled,
         indices,
         address=address,
         job_id=job_id,

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.rayorch import summary as summaries
 from airflow_provider_rayorch.rayorch.errors import DriverError
+from airflow_provider_rayorch.runs.commit import account_lost, fail_unstorable, root_name, rows_of
 from airflow_provider_rayorch.runs.secrets import ray_init_kwargs_from_env
-from airflow_provider_rayorch.runs.store import rows_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -149,7 +149,7 @@ def _commit_attempt(
     plan: PlanRecord,
     compiled: Any,
     index: int,
-    ids: Sequence[int],
+    ids_to_repair: Sequence[int],
     fresh: dict[int, Any],
     elapsed_s: float,
     job_id: str | None,
@@ -159,12 +159,12 @@ def _commit_attempt(
     ports = _ports(old)
     desc = old["microbatch"]
     lo, count = int(desc["first_source"]), int(desc["count"])
-    files: dict[str, str] = {}
-    first_port_rows: dict[int, str] = {}
+    ids = list(range(lo, lo + count))
+    per_port: dict[str, list[tuple[str, str | None, Any]]] = {}
     for p, port in enumerate(ports):
         kept = {int(r["source"]): r for r in store.read_microbatch_rows(plan.run_id, index, port)}
         rows: list[tuple[str, str | None, Any]] = []
-        for source in range(lo, lo + count):
+        for source in ids:
             if source in fresh:
                 outputs = fresh[source].outputs
                 port_outputs = outputs[p] if isinstance(outputs, tuple) else outputs
@@ -172,17 +172,32 @@ def _commit_attempt(
             else:
                 r = kept[source]
                 rows.append((str(r["outcome"]), r["cause"], r["value"]))
-            if p == 0:
-                first_port_rows[source] = rows[-1][0]
-        files[port] = store.write_outputs(plan.run_id, index, port, lo, rows, attempt=attempt)
-    parts = [fresh[s].lineage(max_failed_ratio=plan.max_failed_ratio) for s in ids if s in fresh]
-    repaired = set(ids)
+        per_port[port] = rows
+    # a repaired value the store cannot hold FAILS its source, as in a first run
+    per_port, lost = fail_unstorable(per_port, ids, root_name(compiled))
+    files = {
+        port: store.write_outputs(plan.run_id, index, port, lo, rows, attempt=attempt)
+        for port, rows in per_port.items()
+    }
+    repaired = set(ids_to_repair)
+    parts = [
+        account_lost(
+            fresh[s].lineage(max_failed_ratio=plan.max_failed_ratio),
+            {s: lost[s]} if s in lost else {},
+            plan.max_failed_ratio,
+        )
+        for s in ids_to_repair
+        if s in fresh
+    ]
     sources = {"total": count, **dict.fromkeys(("present", "dropped", "failed", "suppressed"), 0)}
-    for outcome in first_port_rows.values():
+    for outcome, _, _ in per_port[ports[0]]:
         sources[outcome] = sources.get(outcome, 0) + 1
     failures = [f for f in old.get("failures") or [] if int(f["source"]) not in repaired]
     for part in parts:
         failures.extend(part["failures"])
+    failures += [
+        {"source": s, "outcome": "failed", "cause": c} for s, c in lost.items() if s not in repaired
+    ]
     failures.sort(key=lambda f: int(f["source"]))
     grains = dict(old.get("grains") or {})
     entities = dict(old.get("entities") or {})

@@ -1,7 +1,8 @@
 """The run store: plan records, per-microbatch outputs and manifests, run manifests.
 
 A run store is a filesystem URI (a local path, ``file://``, ``s3://``, ``gs://``, ...)
-opened through :mod:`pyarrow.fs`. Layout of one run::
+opened through :mod:`pyarrow.fs`. Layout of one run (docs/run-store.md has every
+file and field)::
 
     <root>/<run_id>/plan.json                         the plan record (written first)
     <root>/<run_id>/outputs/mb-00003/<port>.parquet   one file per microbatch and output Port
@@ -14,10 +15,12 @@ A microbatch is *committed* iff its manifest exists. The manifest is written aft
 its outputs, atomically: a temporary file renamed into place on local disks, a
 single object put on object stores. A restarted driver skips committed microbatches.
 
-Output Parquet files hold the columns ``source`` (global 0-based source index),
-``outcome`` (``present``/``dropped``/``failed``/``suppressed``), ``cause`` (null when
-present) and ``value``: native when pyarrow types the values losslessly, otherwise
-JSON text. The schema metadata key ``rayorch.value_encoding`` says which.
+Every JSON file is a typed, versioned record (:mod:`.records`), validated on the way
+in and out: one that does not parse raises ``StoreError`` naming its URI. Output
+Parquet files hold the columns ``source`` (global 0-based source index), ``outcome``
+(``present``/``dropped``/``failed``/``suppressed``), ``cause`` (null when present)
+and ``value``, encoded as :mod:`.values` says. A run store that cannot be written
+raises ``StoreError`` naming it and the ``run_store`` setting.
 """
 
 from __future__ import annotations
@@ -25,11 +28,9 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-import re
 import uuid
-from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -37,12 +38,25 @@ import pyarrow.parquet as pq
 
 from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.runs.job_status import JobStatus
+from airflow_provider_rayorch.runs.records import (
+    JobStateRecord,
+    MicrobatchManifest,
+    PlanRecord,
+    Record,
+    RunManifest,
+    decode_record,
+    encode_record,
+    microbatch_count,
+    sanitize_message,
+    validate_record,
+)
 from airflow_provider_rayorch.runs.uris import join_uri, open_filesystem, store_root_of
+from airflow_provider_rayorch.runs.values import ENCODING_KEY, decode_values, encode_values
 
 from .globbing import _GLOB_CHARS, _glob_regex, glob_uris  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
 
 __all__ = [
     "ENCODING_KEY",
@@ -55,107 +69,15 @@ __all__ = [
     "sanitize_message",
 ]
 
-#: Parquet schema metadata key naming how the ``value`` column is encoded.
-ENCODING_KEY = b"rayorch.value_encoding"
 _PLAN = "plan.json"
 _RUN = "run.json"
 _JOB_STATE = "job_state.json"
-_MESSAGE_LIMIT = 2000
-_REDACTED = "[redacted]"
-#: an Authorization-like header or a token assignment, its value up to a delimiter
-_CREDENTIAL_FIELD = re.compile(
-    r"(?i)((?:authorization|auth[_-]?token|token)[\"']?\s*[:=]\s*[\"']?)"
-    r"(?:(?:bearer|basic|token)\s+)?[^\s\"',;}]+"
+#: Where to change the run store, for errors that say it cannot be written.
+_SETTING = (
+    "set `run_store` (the connection's extra, or the operator's `run_store`) to a location "
+    "this process can write to"
 )
-_BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;}]+")
-
-
-def microbatch_count(total_sources: int, input_batch_size: int | None) -> int:
-    """How many source microbatches ``total_sources`` rows make."""
-    if total_sources <= 0:
-        return 0
-    size = input_batch_size or total_sources
-    return -(-total_sources // size)
-
-
-@dataclass(frozen=True)
-class PlanRecord:
-    """Everything a driver needs to (re)run one plan; stored as ``plan.json``."""
-
-    run_id: str
-    pipeline: str
-    fingerprint: str
-    sources: list[Any]
-    input_batch_size: int | None = None
-    max_active_input_batches: int = 1
-    pipeline_kwargs: dict[str, Any] = field(default_factory=dict)
-    max_failed_ratio: float = 0.0
-    backend: str = "ray"
-    ray_init_kwargs: dict[str, Any] = field(default_factory=dict)
-    created_at: str = ""
-    version: int = 1
-    #: with several source columns each row of ``sources`` is a list of that many values
-    n_columns: int = 1
-    #: the compiled plan's ``semantic_fingerprint`` and ``semantic_record()`` (what a
-    #: repair compares; empty in records written before repairs existed)
-    semantic_fingerprint: str = ""
-    semantic: dict[str, Any] = field(default_factory=dict)
-
-    def columns(self) -> list[list[Any]]:
-        """The source columns ``forward`` takes (one Port each)."""
-        if self.n_columns == 1:
-            return [list(self.sources)]
-        return [[row[i] for row in self.sources] for i in range(self.n_columns)]
-
-    @property
-    def batch_size(self) -> int:
-        """The effective source microbatch size."""
-        return self.input_batch_size or max(len(self.sources), 1)
-
-    def microbatches(self) -> list[dict[str, int]]:
-        """Descriptors ``{"index", "first_source", "count"}`` of every source microbatch."""
-        size, total = self.batch_size, len(self.sources)
-        return [
-            {"index": i, "first_source": i * size, "count": min(size, total - i * size)}
-            for i in range(microbatch_count(total, size))
-        ]
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, indent=1)
-
-    @classmethod
-    def from_json(cls, text: str) -> PlanRecord:
-        data = json.loads(text)
-        if data.get("version") != 1:
-            raise StoreError(f"unsupported plan record version {data.get('version')!r}")
-        return cls(**data)
-
-
-def _encode_values(values: Sequence[Any]) -> tuple[pa.Array, str]:
-    """The ``value`` column: native if pyarrow round-trips the values exactly, else JSON."""
-    try:
-        native = pa.array(list(values))
-        # repr, not ==: 1 == 1.0, but an int must not come back as a float
-        if repr(native.to_pylist()) == repr(list(values)):
-            return native, "native"
-    except (pa.ArrowException, TypeError, ValueError, OverflowError):
-        pass
-    return _json_column(values)
-
-
-def _json_column(values: Sequence[Any]) -> tuple[pa.Array, str]:
-    text = [None if v is None else json.dumps(v, default=_json_default) for v in values]
-    return pa.array(text, type=pa.string()), "json"
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return {"__bytes_hex__": value.hex()}
-    if isinstance(value, tuple | set | frozenset):
-        return list(value)
-    if hasattr(value, "tolist"):  # numpy arrays and scalars
-        return value.tolist()
-    return repr(value)
+R = TypeVar("R", bound=Record)
 
 
 class RunStore:
@@ -183,64 +105,111 @@ class RunStore:
     def _path(self, run_id: str, *parts: str) -> str:
         return posixpath.join(self.root, run_id, *parts)
 
-    def _manifest_path(self, run_id: str, index: int) -> str:
-        return self._path(run_id, "manifests", f"mb-{index:05d}.json")
+    def _manifest_parts(self, run_id: str, index: int) -> tuple[str, ...]:
+        return (run_id, "manifests", f"mb-{index:05d}.json")
 
-    # -- raw I/O -----------------------------------------------------------------
-    def _exists(self, path: str) -> bool:
+    def _unwritable(self, exc: OSError) -> StoreError:
+        return StoreError(f"cannot write to the run store {self.uri}: {exc}; {_SETTING}")
+
+    # -- records (the one place a JSON record is written or read) ----------------------
+    def record_uri(self, parts: Sequence[str]) -> str:
+        """The URI of the record at ``parts`` (``(run_id, "repairs", "mb-00003.json")``)."""
+        return join_uri(self.uri, *parts)
+
+    def write_record(self, parts: Sequence[str], record: Record) -> None:
+        """Write ``record`` at ``parts`` under the root, atomically, with its schema version."""
+        self.write_bytes(parts, encode_record(record))
+
+    def read_record(self, parts: Sequence[str], model: type[R]) -> R | None:
+        """The ``model`` record at ``parts``, None if there is none; :class:`StoreError`
+        naming its URI if it does not parse or has an unknown schema version."""
+        text = self.read_bytes(parts)
+        return None if text is None else decode_record(model, text, self.record_uri(parts))
+
+    def record_names(self, parts: Sequence[str]) -> list[str]:
+        """The names of the JSON records in the folder at ``parts``, sorted."""
+        selector = pafs.FileSelector(posixpath.join(self.root, *parts), allow_not_found=True)
+        return sorted(
+            info.base_name
+            for info in self.fs.get_file_info(selector)
+            if info.type == pafs.FileType.File and info.base_name.endswith(".json")
+        )
+
+    def exists(self, parts: Sequence[str]) -> bool:
+        """A file exists at ``parts``."""
+        path = posixpath.join(self.root, *parts)
         return bool(self.fs.get_file_info(path).type == pafs.FileType.File)
 
-    def _read_text(self, path: str) -> str | None:
+    def delete(self, parts: Sequence[str]) -> None:
+        """Remove the file at ``parts`` if it exists."""
+        if self.exists(parts):
+            try:
+                self.fs.delete_file(posixpath.join(self.root, *parts))
+            except OSError as exc:
+                raise self._unwritable(exc) from exc
+
+    def read_bytes(self, parts: Sequence[str]) -> bytes | None:
+        """The content of the file at ``parts``, None if it does not exist."""
         try:
-            with self.fs.open_input_stream(path) as f:
-                return bytes(f.read()).decode("utf-8")
+            with self.fs.open_input_stream(posixpath.join(self.root, *parts)) as f:
+                return bytes(f.read())
         except FileNotFoundError:
             return None
 
-    def _write_atomic(self, path: str, data: bytes) -> None:
-        self.fs.create_dir(posixpath.dirname(path), recursive=True)
-        if not self._atomic_rename:  # object stores: one put is atomic
-            with self.fs.open_output_stream(path) as f:
+    def write_bytes(self, parts: Sequence[str], data: bytes) -> None:
+        """Write ``data`` at ``parts`` atomically: a temporary file renamed into place on
+        a local disk, one put on an object store."""
+        path = posixpath.join(self.root, *parts)
+        try:
+            self.fs.create_dir(posixpath.dirname(path), recursive=True)
+            if not self._atomic_rename:  # object stores: one put is atomic
+                with self.fs.open_output_stream(path) as f:
+                    f.write(data)
+                return
+            tmp = f"{path}.tmp-{uuid.uuid4().hex}"
+            with self.fs.open_output_stream(tmp) as f:
                 f.write(data)
-            return
-        tmp = f"{path}.tmp-{uuid.uuid4().hex}"
-        with self.fs.open_output_stream(tmp) as f:
-            f.write(data)
-        self.fs.move(tmp, path)
+            self.fs.move(tmp, path)
+        except OSError as exc:
+            raise self._unwritable(exc) from exc
+
+    def _summary(self, model: type[R], data: Mapping[str, Any], parts: Sequence[str]) -> R:
+        """``data`` as a summary record; a caller's summary that breaks the contract is
+        refused before anything is written."""
+        try:
+            plain = json.loads(json.dumps(data))
+        except (TypeError, ValueError) as exc:
+            raise StoreError(
+                f"refusing to write {model.KIND} {self.record_uri(parts)}: not JSON values ({exc})"
+            ) from None
+        return validate_record(model, plain, self.record_uri(parts))
 
     # -- plan ----------------------------------------------------------------------
     def write_plan(self, plan: PlanRecord) -> None:
-        self._write_atomic(self._path(plan.run_id, _PLAN), plan.to_json().encode())
+        self.write_bytes((plan.run_id, _PLAN), plan.to_json().encode())
 
     def read_plan(self, run_id: str) -> PlanRecord | None:
-        text = self._read_text(self._path(run_id, _PLAN))
-        return None if text is None else PlanRecord.from_json(text)
+        return self.read_record((run_id, _PLAN), PlanRecord)
 
     def delete_run(self, run_id: str) -> None:
         """Remove everything stored for ``run_id``."""
         path = self._path(run_id)
         if self.fs.get_file_info(path).type == pafs.FileType.Directory:
-            self.fs.delete_dir(path)
+            try:
+                self.fs.delete_dir(path)
+            except OSError as exc:
+                raise self._unwritable(exc) from exc
 
     # -- microbatches ------------------------------------------------------------
     def committed(self, run_id: str) -> frozenset[int]:
         """Indices of the committed microbatches (those whose manifest exists)."""
-        base = self._path(run_id, "manifests")
-        selector = pafs.FileSelector(base, allow_not_found=True)
-        found: set[int] = set()
-        for info in self.fs.get_file_info(selector):
-            name = info.base_name
-            if (
-                info.type == pafs.FileType.File
-                and name.startswith("mb-")
-                and name.endswith(".json")
-            ):
-                found.add(int(name[3:-5]))
-        return frozenset(found)
+        names = self.record_names((run_id, "manifests"))
+        return frozenset(int(n[3:-5]) for n in names if n.startswith("mb-"))
 
     def read_manifest(self, run_id: str, index: int) -> dict[str, Any] | None:
-        text = self._read_text(self._manifest_path(run_id, index))
-        return None if text is None else dict(json.loads(text))
+        """Microbatch ``index``'s manifest (its lineage summary and commit fields)."""
+        record = self.read_record(self._manifest_parts(run_id, index), MicrobatchManifest)
+        return None if record is None else record.to_dict()
 
     def manifests(self, run_id: str) -> list[dict[str, Any]]:
         """Every committed microbatch manifest, by index."""
@@ -263,23 +232,28 @@ class RunStore:
         ``rows`` holds ``(outcome, cause, value)`` per source row in order (global
         indices ``first_source...``, or ``sources`` when given). Attempt 1 writes
         ``mb-NNNNN/<port>.parquet``; a repair attempt ``n`` ``mb-NNNNN/attempt-n/``.
+        A value the store cannot hold raises :class:`~.values.UnstorableValue` (the
+        driver fails such sources before writing, see :mod:`.commit`).
         """
         values = [value if outcome == "present" else None for outcome, _, value in rows]
         folder = self._attempt_folder(index, attempt)
         path = self._path(run_id, "outputs", *folder, f"{port}.parquet")
-        self.fs.create_dir(posixpath.dirname(path), recursive=True)
-        value_col, encoding = _encode_values(values)
         ids = (
             list(sources)
             if sources is not None
             else list(range(first_source, first_source + len(rows)))
         )
+        value_col, meta = encode_values(values)
         try:
-            self._write_table(path, ids, rows, value_col, encoding)
-        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
-            # Parquet cannot hold every Arrow type (an empty struct, ...): fall back to JSON
-            value_col, encoding = _json_column(values)
-            self._write_table(path, ids, rows, value_col, encoding)
+            self.fs.create_dir(posixpath.dirname(path), recursive=True)
+            try:
+                self._write_table(path, ids, rows, value_col, meta)
+            except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+                # Parquet cannot hold every Arrow type (an empty struct, ...): JSON then
+                value_col, meta = encode_values(values, native=False)
+                self._write_table(path, ids, rows, value_col, meta)
+        except OSError as exc:
+            raise self._unwritable(exc) from exc
         return join_uri(self.outputs_uri(run_id), *folder, f"{port}.parquet")
 
     @staticmethod
@@ -293,7 +267,7 @@ class RunStore:
         ids: Sequence[int],
         rows: Sequence[tuple[str, str | None, Any]],
         value_col: pa.Array,
-        encoding: str,
+        meta: dict[bytes, bytes],
     ) -> None:
         table = pa.table(
             {
@@ -302,14 +276,14 @@ class RunStore:
                 "cause": pa.array([r[1] for r in rows], pa.string()),
                 "value": value_col,
             }
-        ).replace_schema_metadata({ENCODING_KEY: encoding.encode()})
+        ).replace_schema_metadata(meta)
         # A half-written output file is harmless: without a manifest it is rewritten.
         pq.write_table(table, path, filesystem=self.fs)
 
-    def commit_microbatch(self, run_id: str, index: int, manifest: dict[str, Any]) -> None:
+    def commit_microbatch(self, run_id: str, index: int, manifest: Mapping[str, Any]) -> None:
         """Write a microbatch manifest atomically; from now on the microbatch is committed."""
-        data = json.dumps(manifest, sort_keys=True).encode()
-        self._write_atomic(self._manifest_path(run_id, index), data)
+        parts = self._manifest_parts(run_id, index)
+        self.write_record(parts, self._summary(MicrobatchManifest, manifest, parts))
 
     def read_outputs(self, run_id: str, port: str = "out") -> list[dict[str, Any]]:
         """Every committed row of one output Port, by source index.
@@ -333,27 +307,25 @@ class RunStore:
             run_id, "outputs", *self._attempt_folder(index, attempt), f"{port}.parquet"
         )
         table = pq.read_table(path, filesystem=self.fs)
-        encoding = (table.schema.metadata or {}).get(ENCODING_KEY, b"native").decode()
+        values = decode_values(table.column("value").to_pylist(), table.schema.metadata)
         rows = table.to_pylist()
-        for row in rows:
-            if encoding == "json" and row["value"] is not None:
-                row["value"] = json.loads(row["value"])
+        for row, value in zip(rows, values, strict=True):
+            row["value"] = value
         return rows
 
     # -- run manifest ----------------------------------------------------------------
-    def write_run_manifest(self, run_id: str, summary: dict[str, Any]) -> None:
-        data = json.dumps(summary, sort_keys=True).encode()
-        self._write_atomic(self._path(run_id, _RUN), data)
+    def write_run_manifest(self, run_id: str, summary: Mapping[str, Any]) -> None:
+        """Write the run manifest (the run's lineage summary) atomically."""
+        parts = (run_id, _RUN)
+        self.write_record(parts, self._summary(RunManifest, summary, parts))
 
     def read_run_manifest(self, run_id: str) -> dict[str, Any] | None:
-        text = self._read_text(self._path(run_id, _RUN))
-        return None if text is None else dict(json.loads(text))
+        record = self.read_record((run_id, _RUN), RunManifest)
+        return None if record is None else record.to_dict()
 
     def clear_run_manifest(self, run_id: str) -> None:
         """Forget a previous run manifest (a resumed run writes a new one)."""
-        path = self._path(run_id, _RUN)
-        if self._exists(path):
-            self.fs.delete_file(path)
+        self.delete((run_id, _RUN))
 
     # -- job state -------------------------------------------------------------------
     def write_job_state(self, run_id: str, job_status: str, message: str | None = None) -> None:
@@ -362,48 +334,17 @@ class RunStore:
         The message is stripped of anything that looks like a credential (a
         ``Bearer ...`` value, an ``Authorization`` header's value) and shortened.
         """
-
-        status = JobStatus.parse(job_status)
-        record = {
-            "job_status": status.value,
-            "message": None if message is None else sanitize_message(message),
-            "at": datetime.now(UTC).isoformat(),
-        }
-        data = json.dumps(record, sort_keys=True).encode()
-        self._write_atomic(self._path(run_id, _JOB_STATE), data)
+        record = JobStateRecord(
+            job_status=JobStatus.parse(job_status),
+            message=message,
+            at=datetime.now(UTC).isoformat(),
+        )
+        self.write_record((run_id, _JOB_STATE), record)
 
     def read_job_state(self, run_id: str) -> dict[str, Any] | None:
         """``{"job_status", "message", "at"}`` as last written, or None if never written."""
-        path = self._path(run_id, _JOB_STATE)
-        text = self._read_text(path)
-        if text is None:
-            return None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise StoreError(
-                f"job-state record {self.run_uri(run_id)}/{_JOB_STATE} is not JSON ({exc}); "
-                "delete it, the next status check writes a new one"
-            ) from None
-        if not isinstance(data, dict) or "job_status" not in data:
-            raise StoreError(
-                f"job-state record {self.run_uri(run_id)}/{_JOB_STATE} has no 'job_status'; "
-                "delete it, the next status check writes a new one"
-            )
-        return {
-            "job_status": str(data["job_status"]),
-            "message": data.get("message"),
-            "at": data.get("at"),
-        }
-
-
-def sanitize_message(message: str) -> str:
-    """``message`` without credential values, at most a couple of thousand characters."""
-    text = _CREDENTIAL_FIELD.sub(lambda m: m.group(1) + _REDACTED, str(message))
-    text = _BEARER.sub(lambda m: f"{m.group(1)} {_REDACTED}", text)
-    if len(text) > _MESSAGE_LIMIT:
-        text = text[: _MESSAGE_LIMIT - 1] + "…"
-    return text
+        record = self.read_record((run_id, _JOB_STATE), JobStateRecord)
+        return None if record is None else record.to_dict()
 
 
 def read_summary_outputs(
@@ -423,18 +364,4 @@ def read_summary_outputs(
     if mb:
         lo, hi = int(mb["first_source"]), int(mb["first_source"]) + int(mb["count"])
         rows = [r for r in rows if lo <= int(r["source"]) < hi]
-    return rows
-
-
-def rows_of(outputs: Iterable[Any]) -> list[tuple[str, str | None, Any]]:
-    """Turn engine outputs (values and ``OutputIssue``s) into ``(outcome, cause, value)``."""
-    from airflow_provider_rayorch.rayorch.outcomes import OutputIssue
-
-    rows: list[tuple[str, str | None, Any]] = []
-    for item in outputs:
-        if isinstance(item, OutputIssue):
-            cause = None if item.cause is None else str(item.cause)
-            rows.append((str(item.outcome.value), cause, None))
-        else:
-            rows.append(("present", None, item))
     return rows

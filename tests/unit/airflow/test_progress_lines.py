@@ -81,14 +81,3 @@ def test_machine_lines_go_to_debug() -> None:
     log.debug.assert_called_once_with("%s %s", "[driver]", 'RAYORCH_EVENT {"event": "end"}')
     log.info.assert_called_once_with("%s %s", "[driver]", "microbatch 1/1 committed: ...")
 
-
-def test_ticker_reports_throughput_from_call_metrics(capsys) -> None:
-    executor = mock.MagicMock()
-    executor.call_metrics.return_value = [{"grains_dispatched": 10}, {"grains_dispatched": 5}]
-    ticker = driver.ProgressTicker(executor, total=6)
-    ticker.committed()
-    ticker.committed()
-    executor.call_metrics.return_value = [{"grains_dispatched": 40}, {"grains_dispatched": 20}]
-    line = ticker.tick()
-    assert line.startswith("running: 2/6 microbatches committed, 60 grains dispatched (+45 in")
-    assert line in capsys.readouterr().out

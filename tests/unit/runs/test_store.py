@@ -80,7 +80,7 @@ def test_outputs_value_encoding(tmp_path, values, encoding) -> None:
     table = pq.read_table(uri)
     assert table.schema.metadata[ENCODING_KEY].decode() == encoding
     assert table.column("source").to_pylist() == [6, 7, 8]
-    store.commit_microbatch("r1", 3, {"microbatch": {"index": 3}})
+    store.commit_microbatch("r1", 3, {"microbatch": {"index": 3, "first_source": 6, "count": 3}})
     got = store.read_outputs("r1")
     assert [r["value"] for r in got] == values
     assert [r["outcome"] for r in got] == [r[0] for r in rows]
@@ -113,7 +113,9 @@ def test_run_manifest_and_delete(tmp_path) -> None:
 def test_file_uri_store(tmp_path) -> None:
     store = RunStore(f"file://{tmp_path}")
     store.commit_microbatch("r", 0, {"a": 1})
-    assert json.loads((tmp_path / "r" / "manifests" / "mb-00000.json").read_text()) == {"a": 1}
+    stored = json.loads((tmp_path / "r" / "manifests" / "mb-00000.json").read_text())
+    assert stored.pop("schema_version") == 1  # every record carries its schema version
+    assert stored == {"a": 1}
 
 
 def test_glob_uris_with_mtime_window(tmp_path) -> None:
