@@ -48,22 +48,19 @@ def measure(
             for m in microbatches
         ]
     span = plots.span_of(timeline, *[t.finished_s for t in timings or ()])
-    written = (now or datetime.now(UTC)).isoformat()
-    if not timeline:
-        return ReportData(
-            run_id=run_id,
-            written_at=written,
-            span_s=span,
-            timings=timings,
-            calls=[_call(c) for c in calls],
-        )
-    return ReportData(
+    data = ReportData(
         run_id=run_id,
-        written_at=written,
+        written_at=(now or datetime.now(UTC)).isoformat(),
         span_s=span,
         timings=timings,
         calls=[_call(c) for c in calls],
-        timeline=plots.busy_timeline(timeline, span),
-        queue=plots.queue_depth(timeline, span),
-        batch_sizes=plots.batch_size_plots(calls, timeline),
+    )
+    if not timeline:
+        return data
+    return data.model_copy(
+        update={
+            "timeline": plots.busy_timeline(timeline, span),
+            "queue": plots.queue_depth(timeline, span),
+            "batch_sizes": plots.batch_size_plots(calls, timeline),
+        }
     )

@@ -89,7 +89,13 @@ def test_documents_dag_prepares_the_sample_pdfs(run_example) -> None:
     assert sorted((r["source"], r["outcome"]) for r in rows) == [
         (i, "failed" if n == "corrupt.pdf" else "present") for i, n in enumerate(names)
     ]
-    assert "corrupt or not a PDF" in html.read_text()
+    kept = html.read_text()
+    assert "corrupt or not a PDF" in kept
+    # issue 18 finding 1: the kept report says the run ended; nothing says its job runs
+    assert 'data-state="success"' in kept
+    assert "RUNNING" not in kept, "the kept report says the Ray job is RUNNING"
+    assert " is running" not in kept
+    assert "<script" not in kept  # rendered from data: no script in any report
 
     # the loopback head's process group is gone
     pgid = int(run.returned("documents.ray_head")["pgid"])

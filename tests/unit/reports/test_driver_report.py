@@ -29,21 +29,25 @@ def examples_importable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "path", [str(EXAMPLES), *sys.path])
 
 
+def _planned(root: Path, docs: list[str]) -> RunStore:
+    """A run store holding run ``run``'s plan: the example pipeline over ``docs``."""
+    store = RunStore(str(root))
+    fingerprint = driver.import_factory(SPEC)().compile().fingerprint
+    plan = PlanRecord(
+        run_id="run",
+        pipeline=SPEC,
+        fingerprint=str(fingerprint),
+        sources=docs,
+        input_batch_size=2,
+        backend="local",
+    )
+    store.write_plan(plan)
+    return store
+
+
 @pytest.mark.usefixtures("examples_importable")
 def test_small_run_report_shows_microseconds_of_busy_time(tmp_path: Path) -> None:
-    store = RunStore(str(tmp_path))
-    fingerprint = driver.import_factory(SPEC)().compile().fingerprint
-    docs = ["a b\fc d", "e\ff\fg", "h i j", "k\fl", "m"]
-    store.write_plan(
-        PlanRecord(
-            run_id="run",
-            pipeline=SPEC,
-            fingerprint=str(fingerprint),
-            sources=docs,
-            input_batch_size=2,
-            backend="local",
-        )
-    )
+    store = _planned(tmp_path, ["a b\fc d", "e\ff\fg", "h i j", "k\fl", "m"])
     assert driver.run_plan(store, "run", report=job.write_report)["state"] == "success"
     html = read_run_report(store, "run")
     assert html is not None
@@ -66,18 +70,7 @@ def test_kept_report_of_a_finished_run_does_not_say_running(tmp_path: Path) -> N
     from airflow_provider_rayorch.common.liveness import record_running
     from airflow_provider_rayorch.reports import read_run_state
 
-    store = RunStore(str(tmp_path))
-    fingerprint = driver.import_factory(SPEC)().compile().fingerprint
-    store.write_plan(
-        PlanRecord(
-            run_id="run",
-            pipeline=SPEC,
-            fingerprint=str(fingerprint),
-            sources=["a b", "c\fd", "e"],
-            input_batch_size=2,
-            backend="local",
-        )
-    )
+    store = _planned(tmp_path, ["a b", "c\fd", "e"])
     job_id = "rayorch-d-t-0123-try1"
     assert record_running(store, "run", job_id, force=True)  # as the submit does
     assert driver.run_plan(store, "run", report=job.write_report)["state"] == "success"
