@@ -384,6 +384,8 @@ class RayOrchHook(BaseHook):
             version = self.check_reachable()
         except RayOrchClusterError as exc:
             return False, str(exc)
+        except ValueError as exc:  # an extra that does not parse, a run_store with secrets
+            return False, f"this connection's extra is not usable: {exc}"
         finally:
             self._name_conn = True
         return True, f"Ray Jobs API reachable at {self.settings.address} (Ray {version})"

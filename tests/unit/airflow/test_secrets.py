@@ -178,3 +178,33 @@ def test_an_operator_run_store_with_credentials_fails_at_dag_parse() -> None:
             run_store=f"s3://bucket/runs?secret_key={S3_SECRET}",
         )
     _no_secret(str(info.value))
+
+
+def test_the_test_button_says_why_a_credential_uri_is_refused(monkeypatch) -> None:
+    uri = f"s3://bucket/runs?secret_key={S3_SECRET}"
+    conn = {"conn_type": "rayorch", "extra": {"run_store": uri}}
+    monkeypatch.setenv("AIRFLOW_CONN_RO_FORM", json.dumps(conn))
+    ok, message = RayOrchHook("ro_form").test_connection()
+    assert not ok
+    assert "run_store_options" in message
+    _no_secret(message)
+
+
+def test_a_registered_secret_is_redacted_by_airflows_masker(monkeypatch) -> None:
+    """Not a stand-in: Airflow's own masker hides the values the settings registered."""
+    from airflow.sdk._shared.secrets_masker import redact
+
+    conn = {
+        "conn_type": "rayorch",
+        "extra": {
+            "run_store": "s3://bucket/runs",
+            "run_store_options": {"region": "us-east-1", "secret_key": S3_SECRET},
+            "runtime_env": {"env_vars": {"OPENAI_API_KEY": API_KEY}},
+        },
+    }
+    monkeypatch.setenv("AIRFLOW_CONN_RO_MASKED", json.dumps(conn))
+    _ = RayOrchHook("ro_masked").settings
+    line = f"opening s3 with {S3_SECRET}, calling the model with {API_KEY} in us-east-1"
+    redacted = redact(line)
+    _no_secret(redacted)
+    assert "us-east-1" in redacted
