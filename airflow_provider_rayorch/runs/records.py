@@ -360,15 +360,10 @@ class RunManifest(_Summary):
 # -- the other records -------------------------------------------------------------------
 
 
-class JobStateRecord(Record):
-    """``job_state.json``: the run's Ray job status as last seen, and why; its message
-    never holds credential values."""
-
-    KIND: ClassVar[str] = "job-state record"
-    FIX: ClassVar[str] = "delete it, the next status check writes a new one"
+class _Messaged(Record):
+    """A record with a ``message`` for people: never with credential values in it."""
 
     schema_version: int = SCHEMA_VERSION
-    job_status: JobStatus
     message: str | None = None
     at: str | None = None
 
@@ -378,7 +373,16 @@ class JobStateRecord(Record):
         return None if value is None else sanitize_message(value)
 
 
-class RepairRecord(Record):
+class JobStateRecord(_Messaged):
+    """``job_state.json``: the run's Ray job status as last seen (``at``), and why."""
+
+    KIND: ClassVar[str] = "job-state record"
+    FIX: ClassVar[str] = "delete it, the next status check writes a new one"
+
+    job_status: JobStatus
+
+
+class RepairRecord(_Messaged):
     """``repairs/mb-NNNNN.json``: which Ray job repairs a microbatch, and how it ended."""
 
     KIND: ClassVar[str] = "repair record"
@@ -387,16 +391,8 @@ class RepairRecord(Record):
         "clear the microbatch task again to repair it"
     )
 
-    schema_version: int = SCHEMA_VERSION
     index: int = Field(ge=0)
     attempt: int = Field(default=0, ge=0)
     job_id: str | None = None
     status: Literal["running", "committed", "refused", "failed"]
     owner: str | None = None
-    at: str | None = None
-    message: str | None = None
-
-    @field_validator("message")
-    @classmethod
-    def _no_credentials(cls, value: str | None) -> str | None:
-        return None if value is None else sanitize_message(value)

@@ -116,7 +116,7 @@ def _to_tree(value: Any, where: str) -> Any:
                 for k, v in value.items()
             ],
         )
-    if isinstance(value, list | tuple):
+    if isinstance(value, list | tuple | set | frozenset):
         return [_to_tree(v, f"{where}[{i}]") for i, v in enumerate(value)]
     for kind, tag, encode in _SCALARS:
         if isinstance(value, kind):

@@ -11,9 +11,9 @@ import pytest
 
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.runs import driver
-from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 from . import pipelines
+from .test_driver import _store_local_plan
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -68,17 +68,7 @@ def test_the_ticker_thread_never_calls_into_the_executor(tmp_path: Path, monkeyp
     monkeypatch.setattr(driver, "_say", say)
     monkeypatch.setattr(driver, "PROGRESS_EVERY_S", 0.0)
     spec = "tests.unit.runs.pipelines:Slow"
-    store = RunStore(str(tmp_path))
-    store.write_plan(
-        PlanRecord(
-            run_id="run",
-            pipeline=spec,
-            fingerprint=driver.import_factory(spec)().compile().fingerprint,
-            sources=list(range(4)),
-            input_batch_size=2,
-            backend="local",
-        )
-    )
+    store = _store_local_plan(tmp_path, spec, list(range(4)), input_batch_size=2)
     driver.run_plan(store, "run")
     assert pipelines.TICKED.is_set()
     main = threading.current_thread().name

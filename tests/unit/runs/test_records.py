@@ -51,6 +51,16 @@ READERS: list[Any] = [
 ]
 
 
+#: file under the run -> how to read it
+READ: dict[str, Callable[[RunStore], Any]] = {
+    "plan.json": lambda s: s.read_plan("r"),
+    "manifests/mb-00000.json": lambda s: s.read_manifest("r", 0),
+    "run.json": lambda s: s.read_run_manifest("r"),
+    "job_state.json": lambda s: s.read_job_state("r"),
+    "repairs/mb-00000.json": lambda s: read_repair(s, "r", 0),
+}
+
+
 def _plant(root: Path, name: str, text: str) -> None:
     path = root / "r" / name
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -100,16 +110,8 @@ def test_a_record_with_wrong_or_missing_fields_raises_store_error(
     tmp_path: Path, name: str, record: dict[str, Any], field: str
 ) -> None:
     _plant(tmp_path, name, json.dumps(record))
-    store = RunStore(str(tmp_path))
-    reader = {
-        "plan.json": lambda: store.read_plan("r"),
-        "manifests/mb-00000.json": lambda: store.read_manifest("r", 0),
-        "run.json": lambda: store.read_run_manifest("r"),
-        "job_state.json": lambda: store.read_job_state("r"),
-        "repairs/mb-00000.json": lambda: read_repair(store, "r", 0),
-    }[name]
     with pytest.raises(StoreError) as err:
-        reader()
+        READ[name](RunStore(str(tmp_path)))
     message = str(err.value)
     assert str(tmp_path / "r" / name) in message
     assert field in message
@@ -135,16 +137,8 @@ def test_an_unknown_schema_version_says_to_upgrade(
     tmp_path: Path, name: str, record: dict[str, Any]
 ) -> None:
     _plant(tmp_path, name, json.dumps(record))
-    store = RunStore(str(tmp_path))
-    readers = {
-        "plan.json": lambda: store.read_plan("r"),
-        "manifests/mb-00000.json": lambda: store.read_manifest("r", 0),
-        "run.json": lambda: store.read_run_manifest("r"),
-        "job_state.json": lambda: store.read_job_state("r"),
-        "repairs/mb-00000.json": lambda: read_repair(store, "r", 0),
-    }
     with pytest.raises(StoreError, match=r"version 7.*upgrade") as err:
-        readers[name]()
+        READ[name](RunStore(str(tmp_path)))
     assert str(tmp_path / "r" / name) in str(err.value)
 
 

@@ -13,9 +13,10 @@ import pytest
 
 from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.runs import driver
-from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
+from airflow_provider_rayorch.runs.store import RunStore
 
 from .pipelines import Weird
+from .test_driver import _store_local_plan
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -45,6 +46,7 @@ ROUND_TRIPS: list[Any] = [
     pytest.param(dt.timedelta(seconds=90.5), dt.timedelta(seconds=90.5), id="timedelta"),
     pytest.param(Decimal("1.10"), Decimal("1.10"), id="decimal"),
     pytest.param((1, "a"), [1, "a"], id="tuple"),
+    pytest.param(frozenset({3}), [3], id="frozenset"),
     pytest.param({1: "a", 2: "b"}, {1: "a", 2: "b"}, id="int-keys"),
     pytest.param({"$rayorch": "bytes", "v": "AA=="}, {"$rayorch": "bytes", "v": "AA=="}, id="tag"),
     pytest.param(
@@ -93,22 +95,6 @@ def test_a_value_the_store_cannot_hold_is_refused_not_stored_as_its_repr(tmp_pat
     assert "object at 0x" not in message
 
 
-def _local_plan(tmp_path: Path, spec: str, n: int, **record: Any) -> RunStore:
-    store = RunStore(str(tmp_path))
-    fingerprint = driver.import_factory(spec)().compile().fingerprint
-    store.write_plan(
-        PlanRecord(
-            run_id="run",
-            pipeline=spec,
-            fingerprint=fingerprint,
-            sources=list(range(n)),
-            backend="local",
-            **record,
-        )
-    )
-    return store
-
-
 CAUSE = (
     "doc[1]: output value of type tests.unit.runs.pipelines.Weird cannot be stored "
     "(neither Parquet nor JSON can encode it)"
@@ -116,7 +102,7 @@ CAUSE = (
 
 
 def test_an_unstorable_output_fails_its_source_and_the_counts_agree(tmp_path: Path) -> None:
-    store = _local_plan(tmp_path, "tests.unit.runs.pipelines:Weirdo", 3)
+    store = _store_local_plan(tmp_path, "tests.unit.runs.pipelines:Weirdo", list(range(3)))
     summary = driver.run_plan(store, "run")
     rows = store.read_outputs("run")
     assert [r["outcome"] for r in rows] == ["present", "failed", "present"]
@@ -142,12 +128,15 @@ def test_an_unstorable_output_fails_its_source_and_the_counts_agree(tmp_path: Pa
 
 
 def test_the_failed_ratio_verdict_counts_unstorable_values(tmp_path: Path) -> None:
-    store = _local_plan(tmp_path, "tests.unit.runs.pipelines:Weirdo", 4, max_failed_ratio=0.25)
+    spec = "tests.unit.runs.pipelines:Weirdo"
+    store = _store_local_plan(tmp_path, spec, list(range(4)), max_failed_ratio=0.25)
     assert driver.run_plan(store, "run")["state"] == "success"  # 1 of 4 is within 0.25
 
 
 def test_an_unstorable_value_on_one_port_fails_the_source_on_every_port(tmp_path: Path) -> None:
-    store = _local_plan(tmp_path, "tests.unit.runs.pipelines:TwoPortsOneWeird", 4)
+    store = _store_local_plan(
+        tmp_path, "tests.unit.runs.pipelines:TwoPortsOneWeird", list(range(4))
+    )
     summary = driver.run_plan(store, "run")
     ports = store.read_manifest("run", 0)["outputs"]["ports"]  # type: ignore[index]
     for port in ports:
