@@ -77,6 +77,24 @@ def _dashboard_up(url: str, token: str) -> bool:
     return code == 200
 
 
+def _agent_up(agent_url: str, token: str) -> bool:
+    """The head's dashboard agent (which runs its jobs) answers its health check.
+
+    Ray's dashboard answers ``/api/version`` before the agent is up, and until then a
+    ``POST /api/jobs/`` waits about 10 s for it and fails with HTTP 500 "No available
+    agent". ``/api/healthz`` is the agent's own check (its raylet and the GCS),
+    public in token mode. The job head finds the agent through the GCS entry the
+    agent writes right after its HTTP server starts: a submit in that short window
+    gets the 500, which the submit retries (``RayOrchHook.submit_job``)."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {token}"}
+    try:
+        return httpx.get(f"{agent_url}/api/healthz", headers=headers, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 def _write_token(temp_dir: str, token: str | None = None) -> str:
     """``token`` (default: a fresh one) in ``<temp_dir>/auth_token`` (mode 0600); returns
     the file's path."""
@@ -103,11 +121,13 @@ def start_local_head(
     extra_args: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Start a loopback Ray head in token mode; returns ``{"address", "gcs_address",
-    "pgid", "temp_dir", "log", "token_path"}`` once its Jobs API answers.
+    "pgid", "temp_dir", "log", "token_path"}`` once it takes jobs: its Jobs API
+    answers and its job agent is up.
 
     ``token``: the head's token (default: a fresh 256-bit one); it is only ever
     written to the head's token file."""
     dashboard_port, gcs_port = _free_port(), _free_port()
+    client_port, agent_port = _free_port(), _free_port()
     temp_dir = tempfile.mkdtemp(prefix="rayh", dir=temp_root or "/tmp")  # mode 0700
     # a caller's RAY_AUTH_TOKEN in ``env`` becomes the file's token (the variable would win)
     token_path = _write_token(temp_dir, token or dict(env or {}).get("RAY_AUTH_TOKEN"))
@@ -120,8 +140,8 @@ def start_local_head(
         f"--port={gcs_port}",
         "--dashboard-host=127.0.0.1",
         f"--dashboard-port={dashboard_port}",
-        f"--ray-client-server-port={_free_port()}",
-        f"--dashboard-agent-listen-port={_free_port()}",
+        f"--ray-client-server-port={client_port}",
+        f"--dashboard-agent-listen-port={agent_port}",
         f"--temp-dir={temp_dir}",
         "--disable-usage-stats",
         *([f"--num-cpus={int(num_cpus)}"] if num_cpus is not None else []),
@@ -154,7 +174,9 @@ def start_local_head(
     }
     with open(token_path) as f:
         token = f.read().strip()
+    agent_url = f"http://127.0.0.1:{agent_port}"
     deadline = time.monotonic() + timeout
+    waiting_for = "its Jobs API"
     try:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -165,15 +187,19 @@ def start_local_head(
                     transient=False,
                 )
             if _dashboard_up(info["address"], token):
-                local_heads.register(info["address"], token_path, proc.pid)
-                return info
+                waiting_for = f"its job agent ({agent_url}/api/healthz)"
+                if _agent_up(agent_url, token):
+                    local_heads.register(info["address"], token_path, proc.pid)
+                    return info
             time.sleep(0.5)
     except BaseException:
         stop_local_head(info)
         raise
     stop_local_head(info)
     raise RayOrchClusterError(
-        f"the Ray head's Jobs API did not answer within {timeout:g}s (log {log_path})",
+        f"the Ray head at {info['address']} did not get {waiting_for} up within "
+        f"{timeout:g}s (log {log_path}; the head's logs are under {temp_dir}/session_latest/"
+        "logs). Fix: on a busy machine give the head more time (startup_timeout)",
         transient=False,
     )
 

@@ -58,6 +58,11 @@ if TYPE_CHECKING:
 __all__ = ["JOB_ID_KEY", "RUN_ID_KEY", "RUN_STORE_KEY", "SUMMARY_KEY", "RayOrchOperator"]
 
 DRIVER_MODULE = "airflow_provider_rayorch.job"
+#: ``ray.init`` waits a fixed 30 s for its raylet (ray/_private/node.py, not
+#: configurable), then fails with this; on a loaded machine the embedded driver is
+#: started again, in a fresh process group, at most this many times.
+RAY_START_TIMED_OUT = "The current node timed out during startup"
+EMBEDDED_RAY_START_RETRIES = 2
 
 
 def embedded_ray_env(base: Mapping[str, str], token_dir: str) -> dict[str, str]:
@@ -384,13 +389,25 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         return bool(bad)
 
     def _run_embedded(self, plan: PlanRecord) -> None:
-        """Run the driver as a child process (its own process group) with a local Ray."""
-        token_dir = tempfile.mkdtemp(prefix="rayorch-driver-")  # mode 0700
-        try:
-            env = {**embedded_ray_env(os.environ, token_dir), **self._driver_env()}
-            self._run_driver_process(plan, env)
-        finally:
-            shutil.rmtree(token_dir, ignore_errors=True)
+        """Run the driver as a child process (its own process group) with a local Ray;
+        start it again when its local Ray timed out starting (a busy machine)."""
+        for attempt in range(EMBEDDED_RAY_START_RETRIES + 1):
+            token_dir = tempfile.mkdtemp(prefix="rayorch-driver-")  # mode 0700
+            try:
+                env = {**embedded_ray_env(os.environ, token_dir), **self._driver_env()}
+                self._run_driver_process(plan, env)
+                return
+            except RayOrchJobFailed as exc:
+                if RAY_START_TIMED_OUT not in str(exc) or attempt == EMBEDDED_RAY_START_RETRIES:
+                    raise
+                self.log.warning(
+                    "The embedded local Ray did not start in time (a busy machine): starting "
+                    "the driver again (%d/%d)",
+                    attempt + 1,
+                    EMBEDDED_RAY_START_RETRIES,
+                )
+            finally:
+                shutil.rmtree(token_dir, ignore_errors=True)
 
     def _run_driver_process(self, plan: PlanRecord, env: dict[str, str]) -> None:
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)

@@ -1,0 +1,126 @@
+"""A loopback head is ready only when its job agent can take jobs (issue 19, finding 1).
+
+Ray's dashboard answers ``/api/version`` before the head's job agent is up; a submit
+then hangs about 10 s and fails with HTTP 500 "No available agent". Here ``ray start``
+is replaced by a fake process, the dashboard by a loopback server that answers the
+version at once, and the agent comes up only after a few probes: ``start_local_head``
+must not return before the agent's health check answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from airflow_provider_rayorch.operators import local_head
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _server(handler: type[BaseHTTPRequestHandler], port: int = 0) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def _answer(handler: BaseHTTPRequestHandler, code: int, body: Any) -> None:
+    data = json.dumps(body).encode()
+    handler.send_response(code)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+class FakeHead:
+    """A dashboard that answers at once and an agent that starts after 3 version probes."""
+
+    def __init__(self, agent_after: int = 3) -> None:
+        self.version_probes = 0
+        self.agent_asked = 0
+        self.agent: ThreadingHTTPServer | None = None
+        head = self
+
+        class Agent(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                head.agent_asked += 1
+                _answer(self, 200 if self.path == "/api/healthz" else 404, "raylet: success")
+
+        class Dashboard(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if self.path == "/api/version":
+                    head.version_probes += 1
+                    if head.version_probes == agent_after:  # the agent comes up late
+                        head.agent = _server(Agent, head.agent_port)
+                    _answer(self, 200, {"ray_version": "2.60.0"})
+                else:
+                    _answer(self, 200, [])
+
+        self.dashboard = _server(Dashboard)
+        # a port for the agent, free until the agent binds it
+        probe = ThreadingHTTPServer(("127.0.0.1", 0), Agent)
+        self.agent_port = probe.server_address[1]
+        probe.server_close()
+
+    def ports(self) -> Iterator[int]:
+        """What ``_free_port`` hands out, in start_local_head's order."""
+        yield self.dashboard.server_address[1]  # dashboard
+        yield 1  # gcs (unused: no real ray)
+        yield 2  # ray client server
+        yield self.agent_port  # dashboard agent listen port
+        while True:
+            yield 3
+
+    def close(self) -> None:
+        for server in (self.dashboard, self.agent):
+            if server is not None:
+                server.shutdown()
+                server.server_close()
+
+
+class FakeRayStart:
+    """Stands in for ``ray start --head --block``: alive, never exits."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.pid = os.getpgrp()  # stop_local_head refuses to signal its own group
+        self.returncode = None
+
+    def poll(self) -> None:
+        return None
+
+
+@pytest.fixture
+def fake_head(monkeypatch, tmp_path) -> Iterator[FakeHead]:
+    head = FakeHead()
+    ports = head.ports()
+    monkeypatch.setattr(local_head, "_free_port", lambda: next(ports))
+    monkeypatch.setattr(local_head, "_ray_executable", lambda: "ray")
+    monkeypatch.setattr(local_head.subprocess, "Popen", FakeRayStart)
+    monkeypatch.setattr(local_head.time, "sleep", lambda s: None)  # the probes pace the test
+    monkeypatch.setenv("RAYORCH_LOCAL_HEADS_DIR", str(tmp_path / "heads"))
+    try:
+        yield head
+    finally:
+        head.close()
+
+
+def test_the_head_is_up_only_when_its_job_agent_answers(fake_head: FakeHead, tmp_path) -> None:
+    info = local_head.start_local_head(temp_root=str(tmp_path), timeout=30)
+    assert fake_head.agent is not None, "returned before the job agent was up"
+    assert fake_head.agent_asked >= 1
+    assert info["address"].endswith(f":{fake_head.dashboard.server_address[1]}")
