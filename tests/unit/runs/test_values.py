@@ -156,3 +156,21 @@ def test_the_unstorable_error_survives_a_pickle_round_trip() -> None:
     assert isinstance(again, StoreError)
     assert str(again) == str(error)
     assert (again.type_name, again.where) == ("mod.Weird", "['a'][0]")
+
+
+def test_a_repair_that_returns_an_unstorable_value_keeps_the_source_failed(tmp_path: Path) -> None:
+    """The repair path fails such a source too, and its manifest agrees with its rows."""
+    store = _store_local_plan(tmp_path, "tests.unit.runs.pipelines:Weirdo", list(range(3)))
+    driver.run_plan(store, "run")
+    [manifest] = driver.repair_plan(store, "run", "0")
+    assert manifest["attempt"] == 2
+    assert manifest["sources"]["failed"] == 1
+    assert manifest["sources"]["present"] == 2
+    assert manifest["state"] == "failed"
+    assert [f["source"] for f in manifest["failures"]] == [1]
+    assert manifest["failures"][0]["cause"].startswith(CAUSE)
+    assert manifest["attempts"][-1]["sources"]["failed"] == 1
+    rows = store.read_outputs("run")
+    assert [r["outcome"] for r in rows] == ["present", "failed", "present"]
+    assert rows[1]["cause"].startswith(CAUSE)
+    assert [r["value"] for r in rows if r["outcome"] == "present"] == [{"x": 0}, {"x": 2}]
