@@ -208,3 +208,16 @@ def test_a_registered_secret_is_redacted_by_airflows_masker(monkeypatch) -> None
     redacted = redact(line)
     _no_secret(redacted)
     assert "us-east-1" in redacted
+
+
+def test_an_embedded_run_completes_with_its_options_handed_by_environment(tmp_path) -> None:
+    """The real child driver (backend="local": no Ray) reads the handed options."""
+    op = _embedded_op(tmp_path, backend="local")
+    op.pipeline = "engine_pipelines:TwoOutputs"
+    op.sources = [1, 2, 3]
+    context, _ = _context()
+    summary = op.execute(context)
+    assert summary["state"] == "success"
+    _no_secret(json.dumps(summary))
+    for record in tmp_path.rglob("*.json"):
+        _no_secret(record.read_text())
