@@ -40,6 +40,9 @@ DEPLOYMENT_DAGS = [
     ROOT / "tests" / "e2e" / "repair_dags" / "rayorch_repair.py",
     # the pipeline rayorch_repair names: the DAG folder is on the workers' and head's path
     ROOT / "tests" / "unit" / "airflow" / "repair_pipelines.py",
+    # the S3 run-store DAG of test_s3_store.py and its pipeline
+    ROOT / "tests" / "e2e" / "s3_dags" / "rayorch_s3.py",
+    ROOT / "tests" / "e2e" / "s3_dags" / "s3_pipelines.py",
 ]
 
 

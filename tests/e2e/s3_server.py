@@ -88,11 +88,13 @@ class S3Server:
                 self.process.wait(timeout=10)
 
 
-def start_s3_server(log_path: Path) -> S3Server:
-    """Start the server; its request log goes to ``log_path``."""
+def start_s3_server(log_path: Path, *, ignore_conditions: bool = False) -> S3Server:
+    """Start the server; its request log goes to ``log_path``. ``ignore_conditions``
+    makes it drop ``If-None-Match`` and ``If-Match``, as some S3-compatible servers do."""
+    flags = ["--ignore-conditions"] if ignore_conditions else []
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__)],
+            [sys.executable, os.path.abspath(__file__), *flags],
             stdout=subprocess.PIPE,
             stderr=log,
             stdin=subprocess.DEVNULL,
@@ -135,11 +137,16 @@ def s3_server_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Se
 
 
 # -- the child -----------------------------------------------------------------------
-def _one_at_a_time(app: Callable[..., Iterable[bytes]]) -> Callable[..., list[bytes]]:
+def _one_at_a_time(
+    app: Callable[..., Iterable[bytes]], ignore_conditions: bool
+) -> Callable[..., list[bytes]]:
     """``app`` answering one request at a time (see the module docstring)."""
     lock = threading.Lock()
 
     def serial(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        if ignore_conditions:
+            environ.pop("HTTP_IF_NONE_MATCH", None)
+            environ.pop("HTTP_IF_MATCH", None)
         with lock:
             body = app(environ, start_response)
             try:
@@ -151,7 +158,7 @@ def _one_at_a_time(app: Callable[..., Iterable[bytes]]) -> Callable[..., list[by
     return serial
 
 
-def _serve() -> None:
+def _serve(ignore_conditions: bool) -> None:
     import logging
 
     from moto.moto_server.werkzeug_app import (
@@ -162,11 +169,11 @@ def _serve() -> None:
     from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    app = _one_at_a_time(DomainDispatcherApplication(create_backend_app))
+    app = _one_at_a_time(DomainDispatcherApplication(create_backend_app), ignore_conditions)
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()
 
 
 if __name__ == "__main__":
-    _serve()
+    _serve("--ignore-conditions" in sys.argv[1:])

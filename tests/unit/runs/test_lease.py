@@ -5,6 +5,7 @@ The same races on a real S3 API: tests/e2e/test_s3_store.py."""
 from __future__ import annotations
 
 import json
+import sys
 from typing import TYPE_CHECKING
 
 import fsspec
@@ -114,3 +115,11 @@ def test_a_store_without_conditional_writes_refuses_to_take_a_lease(tmp_path: Pa
     with pytest.raises(ConditionalWritesUnsupported, match="needs conditional writes") as err:
         lease.acquire()
     assert "local disks and S3" in str(err.value)
+
+
+def test_an_s3_lease_without_boto3_names_the_extra_to_install(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "boto3", None)  # import boto3 raises ImportError
+    options = {"endpoint_override": "127.0.0.1:9", "scheme": "http", "region": "us-east-1"}
+    store = RunStore("s3://bucket/runs", options)
+    with pytest.raises(StoreError, match=r"pip install 'airflow-provider-rayorch\[s3\]'"):
+        RepairLease(store, "r", "a").acquire()
