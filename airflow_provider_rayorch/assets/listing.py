@@ -21,14 +21,14 @@ __all__ = ["ListedFile", "list_files"]
 def list_files(uri_glob: str) -> list[ListedFile]:
     """Files matching ``uri_glob``, sorted by URI; a folder that does not exist is empty."""
     if not has_glob_pattern(uri_glob):
-        fs, path = open_filesystem(uri_glob)
+        fs, path = open_filesystem(uri_glob, setting="uri_glob")
         info = fs.get_file_info(path)
         return [ListedFile(uri_glob, int(info.size or 0))] if info.is_file else []
     cut = min(uri_glob.find(c) for c in _GLOB_CHARS if c in uri_glob)
     base_uri = uri_glob[: uri_glob.rfind("/", 0, cut) + 1] or "."
-    fs, base = open_filesystem(base_uri)
+    fs, base = open_filesystem(base_uri, setting="uri_glob")
     if "://" in uri_glob:
-        _, full = open_filesystem(uri_glob)
+        _, full = open_filesystem(uri_glob, setting="uri_glob")
         prefix = uri_glob[: uri_glob.find("://") + 3]
     else:
         full, prefix = os.path.abspath(uri_glob), ""

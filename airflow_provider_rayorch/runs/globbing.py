@@ -53,7 +53,7 @@ def glob_uris(
     :class:`SourcesNotFound` naming it, instead of giving an empty list.
     """
     base_uri = glob_base(pattern)
-    fs, base = open_filesystem(base_uri)
+    fs, base = open_filesystem(base_uri, setting="sources")
     if base_uri == pattern:
         info = fs.get_file_info(base)
         if info.type == pafs.FileType.File:
@@ -61,7 +61,11 @@ def glob_uris(
         if not missing_ok and info.type == pafs.FileType.NotFound:
             raise SourcesNotFound(f"sources {pattern!r}: no such file")
         return []
-    _, full = open_filesystem(pattern) if "://" in pattern else (fs, os.path.abspath(pattern))
+    full = (
+        open_filesystem(pattern, setting="sources")[1]
+        if "://" in pattern
+        else os.path.abspath(pattern)
+    )
     if fs.get_file_info(base).type != pafs.FileType.Directory:
         if missing_ok:
             return []

@@ -180,15 +180,26 @@ def redact_uri(uri: str) -> str:
 
 
 def check_uri(uri: str, setting: str = "run_store") -> None:
-    """Refuse a URI that carries credentials; the message never repeats them."""
+    """Refuse a URI that carries credentials; the message never repeats them.
+
+    ``setting`` names where the URI came from; a run store's credentials belong in
+    ``run_store_options``, any other URI's (a sources glob) in the credential chain."""
     where = _credentials(uri)
-    if where:
-        raise RunStoreSettingError(
-            f"{setting} URI {redact_uri(uri)} carries credentials ({', '.join(where)}): "
-            "a URI is logged, pushed to XCom and written into the run store, so it must "
-            f"not hold secrets. Remove them from the URI and put them in the connection "
-            f"extra {_OPTIONS} (for example "
-            '{"access_key": "...", "secret_key": "...", "endpoint_override": "host:port"}), '
-            "or leave them out and let the credential chain find them (IAM roles, AWS_* "
-            "variables, GCS application default credentials)."
-        )
+    if not where:
+        return
+    chain = (
+        "the credential chain find them (IAM roles, AWS_* environment variables, GCS "
+        "application default credentials)"
+    )
+    fix = (
+        f"put them in the connection extra {_OPTIONS} (for example "
+        '{"access_key": "...", "secret_key": "...", "endpoint_override": "host:port"}), '
+        f"or leave them out and let {chain}"
+        if "run_store" in setting
+        else f"let {chain} on the machines that read it"
+    )
+    raise RunStoreSettingError(
+        f"{setting} URI {redact_uri(uri)} carries credentials ({', '.join(where)}): "
+        "a URI is logged, pushed to XCom and written into the run store, so it must "
+        f"not hold secrets. Remove them from the URI and {fix}."
+    )

@@ -107,7 +107,7 @@ def _build(cls: type[pafs.FileSystem], kwargs: dict[str, Any], uri: str) -> pafs
 
 
 def open_filesystem(
-    uri: str, options: Mapping[str, Any] | None = None
+    uri: str, options: Mapping[str, Any] | None = None, *, setting: str = "run_store"
 ) -> tuple[pafs.FileSystem, str]:
     """The filesystem and the root path inside it that ``uri`` names.
 
@@ -115,9 +115,9 @@ def open_filesystem(
     ``region``, ``access_key``, ...); they win over the same options in the URI's
     query string. With options, S3 and GCS filesystems are built directly (pyarrow's
     ``from_uri`` would first ask AWS for the bucket's region, whatever the endpoint).
-    Options do not apply to local paths.
+    Options do not apply to local paths. ``setting`` names the URI's origin in errors.
     """
-    check_uri(uri)
+    check_uri(uri, setting)
     if options is not None and not isinstance(options, Mapping):
         raise RunStoreSettingError(
             f"{_OPTIONS} must be a JSON object, got {type(options).__name__}"

@@ -185,3 +185,13 @@ def test_report_rows_are_read_with_the_stores_filesystem(tmp_path, monkeypatch) 
     view = type("MB", (), {"index": 0, "files": {"out": uri}})()
     assert _data._output_rows(store, "r1", view, "out")[0]["outcome"] == "present"
     assert seen == [store.fs]
+
+
+def test_a_sources_glob_with_credentials_is_refused_pointing_at_the_credential_chain() -> None:
+    from airflow_provider_rayorch.runs.globbing import glob_uris
+
+    with pytest.raises(RunStoreSettingError, match="credential chain") as info:
+        glob_uris(f"s3://AKID:{SECRET}@landing/in/*.pdf")
+    assert str(info.value).startswith("sources URI s3://***@landing/in/")
+    assert "run_store_options" not in str(info.value)
+    assert SECRET not in str(info.value)
