@@ -22,7 +22,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_rayorch.runs.records import RepairRecord, validate_record
+from airflow_provider_rayorch.runs.records import WRITE_FIX, RepairRecord, validate_record
 
 if TYPE_CHECKING:
     from .store import RunStore
@@ -52,7 +52,7 @@ def write_repair(store: RunStore, run_id: str, index: int, **record: Any) -> dic
     credential values); returns it."""
     parts = _parts(run_id, _name(index))
     full = {"index": int(index), "at": datetime.now(UTC).isoformat(), "message": None, **record}
-    typed = validate_record(RepairRecord, full, store.record_uri(parts))
+    typed = validate_record(RepairRecord, full, store.record_uri(parts), fix=WRITE_FIX)
     store.write_record(parts, typed)
     return typed.to_dict()
 

@@ -31,6 +31,7 @@ from airflow_provider_rayorch.runs.job_status import JobStatus  # noqa: TC001 (p
 
 __all__ = [
     "SCHEMA_VERSION",
+    "WRITE_FIX",
     "JobStateRecord",
     "MicrobatchManifest",
     "PlanRecord",
@@ -102,11 +103,19 @@ def _problems(exc: ValidationError) -> str:
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 
 
-def validate_record(model: type[R], data: Any, uri: str | None = None) -> R:
-    """``data`` (a JSON object) as a ``model``; :class:`StoreError` if it is not one."""
+#: The remedy when a record a caller is about to write is invalid.
+WRITE_FIX = "nothing was written: the code that built it is at fault, please report it"
+
+
+def validate_record(
+    model: type[R], data: Any, uri: str | None = None, *, fix: str | None = None
+) -> R:
+    """``data`` (a JSON object) as a ``model``; :class:`StoreError` if it is not one,
+    ending with ``fix`` (default: the model's remedy for a stored file)."""
+    fix = fix or model.FIX
     if not isinstance(data, dict):
         raise StoreError(
-            f"{_where(model.KIND, uri)} is not a JSON object but {type(data).__name__}; {model.FIX}"
+            f"{_where(model.KIND, uri)} is not a JSON object but {type(data).__name__}; {fix}"
         )
     version = data.get(model.VERSION_FIELD, 1)  # records written before versions: 1
     if version != SCHEMA_VERSION:
@@ -120,7 +129,7 @@ def validate_record(model: type[R], data: Any, uri: str | None = None) -> R:
         return model.model_validate(data)
     except ValidationError as exc:
         raise StoreError(
-            f"{_where(model.KIND, uri)} is not a valid {model.KIND}: {_problems(exc)}; {model.FIX}"
+            f"{_where(model.KIND, uri)} is not a valid {model.KIND}: {_problems(exc)}; {fix}"
         ) from None
 
 

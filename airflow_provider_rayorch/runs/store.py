@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.runs.job_status import JobStatus
 from airflow_provider_rayorch.runs.records import (
+    WRITE_FIX,
     JobStateRecord,
     MicrobatchManifest,
     PlanRecord,
@@ -182,7 +183,7 @@ class RunStore:
             raise StoreError(
                 f"refusing to write {model.KIND} {self.record_uri(parts)}: not JSON values ({exc})"
             ) from None
-        return validate_record(model, plain, self.record_uri(parts))
+        return validate_record(model, plain, self.record_uri(parts), fix=WRITE_FIX)
 
     # -- plan ----------------------------------------------------------------------
     def write_plan(self, plan: PlanRecord) -> None:

@@ -204,8 +204,11 @@ def test_written_records_carry_their_schema_version_and_read_back_unchanged(
 
 def test_a_summary_that_breaks_the_contract_is_refused_on_write(tmp_path: Path) -> None:
     store = RunStore(str(tmp_path))
-    with pytest.raises(StoreError, match="sources"):
+    with pytest.raises(StoreError, match=r"sources.*nothing was written"):
         store.commit_microbatch("r", 0, {**MANIFEST, "sources": {"total": "two"}})
+    with pytest.raises(StoreError, match=r"status.*nothing was written"):
+        write_repair(store, "r", 0, attempt=2, status="half-done")
+    assert read_repair(store, "r", 0) is None
     assert store.committed("r") == frozenset()
 
 
