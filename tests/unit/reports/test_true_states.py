@@ -271,3 +271,61 @@ def test_damaged_job_state_record_does_not_hide_the_run(tmp_path: Path) -> None:
     assert state.message is not None
     assert "job_state.json is not JSON" in state.message
     assert "job_state.json is not JSON" in render_run_report(store, RUN)
+
+
+# -- issue 18 finding 1: a finished run never says its job runs -----------------------
+
+
+@pytest.mark.parametrize(
+    ("ratio", "repaired", "state"),
+    [
+        pytest.param(0.5, False, "success", id="success"),
+        pytest.param(0.0, False, "failed", id="failed"),
+        pytest.param(0.1, True, "success", id="repaired"),
+    ],
+)
+def test_a_finished_run_never_says_its_job_runs(
+    tmp_path: Path, client: Any, monkeypatch: pytest.MonkeyPatch, ratio: float, repaired: bool,
+    state: str,
+) -> None:  # fmt: skip
+    """The submit records RUNNING, the job commits and writes its run manifest (and a
+    poller records RUNNING once more in the job's last seconds): the state, the kept
+    report, the report tab and the runs page say the run's end, none says running."""
+    from airflow_provider_rayorch.common.liveness import record_running
+    from airflow_provider_rayorch.plugins.resolve import RunRef, TaskRun
+    from airflow_provider_rayorch.rayorch.summary import run_summary
+    from airflow_provider_rayorch.reports import read_run_report, read_run_state
+
+    from .test_repaired_report import _repair_mb0
+
+    job = "rayorch-d-t-0123-try1"
+    store = make_run(tmp_path, committed=(), finished=False, max_failed_ratio=ratio)
+    record_running(store, RUN, job, force=True)  # the submit
+    _age(store, hours=0.1)
+    make_run(tmp_path, finished=False, max_failed_ratio=ratio)  # the job's commits
+    summary = run_summary(store.manifests(RUN), elapsed_s=1.0, run_id=RUN, max_failed_ratio=ratio)
+    store.write_run_manifest(RUN, summary)
+    timeline, calls, timings = make_timeline()
+    write_run_report(store, RUN, timeline, calls, microbatches=timings)  # the driver's last
+    record_running(store, RUN, job, force=True)  # a poller, just before the job exits
+    if repaired:  # minutes later, after the job ended
+        _age(store, hours=0.05)
+        _repair_mb0(store)
+        write_run_report(store, RUN)  # the repair's driver
+    decided = read_run_state(store, RUN)
+    assert (decided.state, decided.job_status) == (state, None)
+    assert "running" not in (decided.message or "")
+    http, plugin_app = client
+    monkeypatch.setattr(plugin_app.resolve, "find_for_ti", lambda *a: RunRef(store.uri, RUN, None))
+    run = TaskRun("d", "r", "t", -1, RUN, store.uri)
+    monkeypatch.setattr(plugin_app.resolve, "find_for_dag_run", lambda *a: [run, run])
+    kept = read_run_report(store, RUN)
+    assert kept is not None
+    tab = http.get("/ti", params={"dag_id": "d", "run_id": "r", "task_id": "t"}).text
+    runs = http.get("/dagrun", params={"dag_id": "d", "run_id": "r"}).text
+    for html in (kept, tab):
+        assert _header_state(html) == state
+    assert parse(runs).rows["runs"][1][4] == state
+    for html in (kept, tab, runs):
+        assert "RUNNING" not in html
+        assert f"{job} is running" not in html
