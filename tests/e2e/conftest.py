@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from deployment import Deployment, start_deployment
 from e2e_helpers import E2E_DAGS, EXAMPLES, ROOT
+from real_cluster import TokenCluster, start_token_cluster
 from rest import AirflowRest
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ DEPLOYMENT_DAGS = [
     # the S3 run-store DAG of test_s3_store.py and its pipeline
     ROOT / "tests" / "e2e" / "s3_dags" / "rayorch_s3.py",
     ROOT / "tests" / "e2e" / "s3_dags" / "s3_pipelines.py",
+    # plain Python tasks the REST examples of docs/airflow act on (tests/docs)
+    ROOT / "tests" / "docs" / "dags" / "rayorch_doc_blocks.py",
 ]
 
 
@@ -76,6 +79,18 @@ def ray_head(e2e_root, ray_token):
         yield head
     finally:
         stop_local_head(head)
+
+
+@pytest.fixture(scope="session")
+def token_cluster(tmp_path_factory) -> Iterator[TokenCluster]:
+    """A head and a worker node in Ray token mode on loopback, started with the commands
+    of docs/airflow/real-cluster.md (tests/e2e/real_cluster.py), stopped by their own
+    process groups."""
+    cluster = start_token_cluster(tmp_path_factory.mktemp("token-cluster"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture(scope="session")
