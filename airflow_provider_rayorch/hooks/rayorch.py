@@ -282,8 +282,6 @@ class RayOrchHook(BaseHook):
             if self.get_job_info(submission_id) is not None:
                 self.log.warning("%s: %s; Ray has the job all the same: attaching to it", what, exc)
                 return submission_id
-            if exc.transient:
-                raise
             raise RayOrchClusterUnavailable(
                 f"{exc}; Ray has no job {submission_id!r}, so it is submitted again",
                 status=exc.status,
