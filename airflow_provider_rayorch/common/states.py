@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 __all__ = [
+    "CONN_ID_KEY",
     "JOB_ID_KEY",
     "JOB_URL_KEY",
     "LOCAL_HEAD_KEY",
@@ -26,6 +27,8 @@ __all__ = [
 
 RUN_ID_KEY = "rayorch_run_id"
 RUN_STORE_KEY = "rayorch_run_store"
+#: the connection whose run_store_options open that store (for the report pages)
+CONN_ID_KEY = "rayorch_conn_id"
 JOB_ID_KEY = "rayorch_job_id"
 JOB_URL_KEY = "rayorch_job_url"
 SUMMARY_KEY = "rayorch_summary"

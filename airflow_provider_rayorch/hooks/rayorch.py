@@ -58,6 +58,7 @@ __all__ = [
     "RayOrchSettings",
     "default_run_store",
     "merge_runtime_env",
+    "open_run_store",
 ]
 
 #: Kept for callers of earlier versions; prefer ``JobStatus.is_active``.
@@ -387,6 +388,19 @@ class RayOrchHook(BaseHook):
         finally:
             self._name_conn = True
         return True, f"Ray Jobs API reachable at {self.settings.address} (Ray {version})"
+
+
+def open_run_store(uri: str, conn_id: str | None = None) -> RunStore:
+    """The run store at ``uri`` with connection ``conn_id``'s ``run_store_options``
+    (default ``rayorch_default``); a connection that no longer exists gives none.
+    For readers that only know a store's URI and the connection that wrote it."""
+    name = conn_id or RayOrchHook.default_conn_name
+    try:
+        return RayOrchHook(name).run_store(uri)
+    except AirflowNotFoundException:
+        from airflow_provider_rayorch.runs.store import RunStore
+
+        return RunStore(uri)
 
 
 def mask_secrets(values: list[str]) -> None:

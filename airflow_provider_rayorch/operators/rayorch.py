@@ -24,6 +24,7 @@ from airflow_provider_rayorch.common.progress import relay_line
 from airflow_provider_rayorch.common.ratio import judge_summary
 from airflow_provider_rayorch.common.repair import RepairMode, should_repair
 from airflow_provider_rayorch.common.states import (
+    CONN_ID_KEY,
     JOB_ID_KEY,
     JOB_URL_KEY,
     LOCAL_HEAD_KEY,
@@ -327,6 +328,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         ti = context["ti"]
         ti.xcom_push(key=RUN_ID_KEY, value=run_id)
         ti.xcom_push(key=RUN_STORE_KEY, value=store.uri)
+        ti.xcom_push(key=CONN_ID_KEY, value=self.rayorch_conn_id)  # its run_store_options
         self.log.info(
             "Run %s: %d sources in %d microbatch(es), plan %s, run store %s",
             run_id,

@@ -80,10 +80,10 @@ def _form(fields: dict[str, str], q: str | None, outcome: str, default_q: str = 
 def report_html(ref: resolve.RunRef, form: SourceForm | None = None) -> str | None:
     """The run's report rendered now from its run store (and the driver's measurements),
     None when the store knows nothing of the run; a page naming a damaged record."""
-    from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+    from airflow_provider_rayorch.hooks.rayorch import open_run_store
     from airflow_provider_rayorch.reports import render_run_report
 
-    store = RayOrchHook().run_store(ref.store_uri)  # with rayorch_default's run_store_options
+    store = open_run_store(ref.store_uri, ref.conn_id)  # with its connection's options
     try:
         if store.read_plan(ref.run_id) is None and not store.committed(ref.run_id):
             return None
@@ -96,11 +96,11 @@ def report_html(ref: resolve.RunRef, form: SourceForm | None = None) -> str | No
 
 def _state(run: resolve.TaskRun) -> RunState:
     """The run's state for the lists (see ``reports.state`` for the rule)."""
-    from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+    from airflow_provider_rayorch.hooks.rayorch import open_run_store
     from airflow_provider_rayorch.reports import RunState, read_run_state
 
     try:
-        return read_run_state(RayOrchHook().run_store(run.store_uri), run.rayorch_run_id)
+        return read_run_state(open_run_store(run.store_uri, run.conn_id), run.rayorch_run_id)
     except Exception as exc:  # an unreachable store must not break the list
         return RunState("?", message=f"cannot read the run store: {type(exc).__name__}: {exc}")
 
@@ -146,7 +146,8 @@ def dag_run_reports(
     if len(runs) == 1:
         run = runs[0]
         form = _form({"dag_id": dag_id, "run_id": run_id}, q, outcome)
-        html = report_html(resolve.RunRef(run.store_uri, run.rayorch_run_id), form)
+        ref = resolve.RunRef(run.store_uri, run.rayorch_run_id, conn_id=run.conn_id)
+        html = report_html(ref, form)
         if html is not None:
             return HTMLResponse(html)
     title = f"RayOrch runs of {dag_id} / {run_id}"

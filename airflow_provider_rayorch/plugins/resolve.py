@@ -31,6 +31,8 @@ __all__ = [
 
 RUN_ID_KEY = "rayorch_run_id"
 RUN_STORE_KEY = "rayorch_run_store"
+#: the connection whose ``run_store_options`` open the store (pushed with the run id)
+CONN_ID_KEY = "rayorch_conn_id"
 _SUMMARY_KEYS = ("return_value", "rayorch_summary")
 
 
@@ -41,6 +43,8 @@ class RunRef:
     store_uri: str
     run_id: str
     microbatch: int | None = None
+    #: the connection that wrote the run (None: not known, ``rayorch_default``'s options)
+    conn_id: str | None = None
 
 
 def _loads(value: Any) -> Any:
@@ -65,6 +69,7 @@ def ref_from_values(values: Mapping[str, Any]) -> RunRef | None:
     """A run reference from a task instance's XComs or rendered fields, if any."""
     run_id, store = values.get(RUN_ID_KEY) or values.get("run_id"), values.get(RUN_STORE_KEY)
     store = store or values.get("run_store")
+    conn_id = str(values[CONN_ID_KEY]) if values.get(CONN_ID_KEY) else None
     microbatch = _loads(values.get("microbatch"))
     index = (
         int(microbatch["index"]) if isinstance(microbatch, dict) and "index" in microbatch else None
@@ -76,9 +81,9 @@ def ref_from_values(values: Mapping[str, Any]) -> RunRef | None:
             if found:
                 mb = summary.get("microbatch") or {}
                 index = int(mb["index"]) if isinstance(mb, dict) and "index" in mb else index
-                return RunRef(found, str(summary["run_id"]), index)
+                return RunRef(found, str(summary["run_id"]), index, conn_id)
     if run_id and store and "{{" not in str(run_id) + str(store):
-        return RunRef(str(store), str(run_id), index)
+        return RunRef(str(store), str(run_id), index, conn_id)
     return None
 
 
@@ -102,12 +107,12 @@ def find_for_ti(
         XComModel.run_id == run_id,
         XComModel.task_id == task_id,
         XComModel.map_index == map_index,
-        XComModel.key.in_((RUN_ID_KEY, RUN_STORE_KEY, *_SUMMARY_KEYS)),
+        XComModel.key.in_((RUN_ID_KEY, RUN_STORE_KEY, CONN_ID_KEY, *_SUMMARY_KEYS)),
     )
     values = {x.key: XComModel.deserialize_value(x) for x in _xcoms(session, ti)}
     ref = ref_from_values(values)
     if ref is not None:
-        return ref
+        return _with_conn(session, dag_id, run_id, ref)
     rtif = session.scalar(
         select(RenderedTaskInstanceFields).where(
             RenderedTaskInstanceFields.dag_id == dag_id,
@@ -117,7 +122,28 @@ def find_for_ti(
         )
     )
     fields = getattr(rtif, "rendered_fields", None)
-    return ref_from_values(fields) if isinstance(fields, dict) else None
+    ref = ref_from_values(fields) if isinstance(fields, dict) else None
+    return None if ref is None else _with_conn(session, dag_id, run_id, ref)
+
+
+def _with_conn(session: Session, dag_id: str, run_id: str, ref: RunRef) -> RunRef:
+    """``ref`` with the connection of the task that started its run in this DAG run
+    (a sensor's XComs name the run, not the connection)."""
+    from dataclasses import replace
+
+    from airflow.models.xcom import XComModel
+
+    if ref.conn_id is not None:
+        return ref
+    where = (XComModel.dag_id == dag_id, XComModel.run_id == run_id)
+    for x in _xcoms(session, (*where, XComModel.key == RUN_ID_KEY)):
+        if str(XComModel.deserialize_value(x)) != ref.run_id:
+            continue
+        same_ti = (XComModel.task_id == x.task_id, XComModel.map_index == x.map_index)
+        conns = _xcoms(session, (*where, *same_ti, XComModel.key == CONN_ID_KEY))
+        if conns:
+            return replace(ref, conn_id=str(XComModel.deserialize_value(conns[0])))
+    return ref
 
 
 @dataclass(frozen=True)
@@ -131,6 +157,8 @@ class TaskRun:
     rayorch_run_id: str
     store_uri: str
     when: Any = None
+    #: the connection whose run_store_options open ``store_uri`` (None: rayorch_default's)
+    conn_id: str | None = None
 
 
 def _task_runs(session: Session, where: Iterable[Any], limit: int) -> list[TaskRun]:
@@ -157,6 +185,16 @@ def _task_runs(session: Session, where: Iterable[Any], limit: int) -> list[TaskR
         )
         if not stores:
             continue
+        conns = _xcoms(
+            session,
+            (
+                XComModel.dag_id == x.dag_id,
+                XComModel.run_id == x.run_id,
+                XComModel.task_id == x.task_id,
+                XComModel.map_index == x.map_index,
+                XComModel.key == CONN_ID_KEY,
+            ),
+        )
         out.append(
             TaskRun(
                 x.dag_id,
@@ -166,6 +204,7 @@ def _task_runs(session: Session, where: Iterable[Any], limit: int) -> list[TaskR
                 str(XComModel.deserialize_value(x)),
                 str(XComModel.deserialize_value(stores[0])),
                 x.timestamp,
+                str(XComModel.deserialize_value(conns[0])) if conns else None,
             )
         )
     return out

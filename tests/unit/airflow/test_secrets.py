@@ -73,6 +73,7 @@ def test_plan_json_and_xcom_hold_no_env_vars_nor_secret_ray_options(tmp_path) ->
     assert "hf_" not in stored
     _no_secret(json.dumps(pushed, default=str))
     assert pushed["rayorch_run_store"] == str(tmp_path)
+    assert pushed["rayorch_conn_id"] == "rayorch_default"  # the report pages use its options
 
 
 def test_the_embedded_driver_gets_secrets_by_environment_never_argv(tmp_path) -> None:
