@@ -75,8 +75,9 @@ _RUN = "run.json"
 _JOB_STATE = "job_state.json"
 #: Where to change the run store, for errors that say it cannot be written.
 _SETTING = (
-    "set `run_store` (the connection's extra, or the operator's `run_store`) to a location "
-    "this process can write to"
+    "If that location does not exist, cannot be created or is read-only here, set "
+    "`run_store` (the connection's extra, or the operator's `run_store`) to one that every "
+    "Airflow worker and Ray node can write to"
 )
 R = TypeVar("R", bound=Record)
 
@@ -110,7 +111,7 @@ class RunStore:
         return (run_id, "manifests", f"mb-{index:05d}.json")
 
     def _unwritable(self, exc: OSError) -> StoreError:
-        return StoreError(f"cannot write to the run store {self.uri}: {exc}; {_SETTING}")
+        return StoreError(f"cannot write to the run store {self.uri}: {exc}. {_SETTING}")
 
     # -- records (the one place a JSON record is written or read) ----------------------
     def record_uri(self, parts: Sequence[str]) -> str:
