@@ -42,6 +42,7 @@ from airflow_provider_rayorch.exceptions import (
     RayOrchPlanChanged,
 )
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook, mask_secrets
+from airflow_provider_rayorch.lineage.parent import with_parent_run
 from airflow_provider_rayorch.links.rayorch import RayJobLink
 from airflow_provider_rayorch.links.report import RayOrchReportLink
 from airflow_provider_rayorch.operators import _common
@@ -501,7 +502,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             lambda: hook.submit_job(
                 entrypoint,
                 submission_id=sid,
-                runtime_env=self.runtime_env,
+                runtime_env=with_parent_run(self.runtime_env, ti),  # OpenLineage parent
                 metadata=metadata,
                 entrypoint_num_cpus=self.entrypoint_num_cpus,
             ),
@@ -704,21 +705,24 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         return summary
 
     def _asset_events(self, summary: Mapping[str, Any], context: Context) -> None:
+        """The run's outputs folder as an Asset event on the alias, named as OpenLineage
+        names the output dataset, with the lineage summary (lineage/assets.py)."""
         if not self.outputs_asset_alias:
             return
         from airflow.sdk import Asset
 
-        uri = str((summary.get("outputs") or {}).get("uri") or "")
-        if not uri:
+        from airflow_provider_rayorch.lineage.assets import outputs_asset_event
+
+        try:
+            plan = self._store().read_plan(str(summary.get("run_id")))
+        except Exception as exc:  # the event still names the outputs, without inputs
+            self.log.warning("could not read the plan record for the asset event: %s", exc)
+            plan = None
+        event = outputs_asset_event(summary, plan)
+        if event is None:
             return
-        if "://" not in uri:
-            uri = f"file://{uri}"
-        extra = {
-            "run_id": summary.get("run_id"),
-            "rows": (summary.get("outputs") or {}).get("rows"),
-        }
         context["outlet_events"][AssetAlias(self.outputs_asset_alias)].add(
-            Asset(uri=uri, name=f"rayorch:{summary.get('run_id')}"), extra=extra
+            Asset(uri=event.uri, name=event.name), extra=event.extra
         )
 
     # -- kill ----------------------------------------------------------------------------
@@ -730,16 +734,24 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         if self._job_id:
             self.hook.stop_job(self._job_id)
 
+    # -- OpenLineage (docs/airflow/lineage.md; imported only when its provider asks) -------
+    def get_openlineage_facets_on_start(self) -> Any:
+        """Inputs of a ``sources`` list (a glob is listed by the task, later)."""
+        from airflow_provider_rayorch.lineage.tasks import operator_lineage_on_start
+
+        return operator_lineage_on_start(self)
+
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        """Output dataset for OpenLineage, when that provider is installed."""
-        try:
-            from airflow.providers.common.compat.openlineage.facet import Dataset
-            from airflow.providers.openlineage.extractors import OperatorLineage
-        except ImportError:
-            return None
-        uri = self._store().uri
-        namespace, _, name = uri.partition("://") if "://" in uri else ("file", "", uri)
-        return OperatorLineage(outputs=[Dataset(namespace=namespace, name=name)])
+        """Input locations, the run's outputs folder and the ``rayorch`` run facet."""
+        from airflow_provider_rayorch.lineage.tasks import operator_lineage_on_end
+
+        return operator_lineage_on_end(self, task_instance, failed=False)
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
+        """As on complete, plus an ``errorMessage`` facet from the run's records."""
+        from airflow_provider_rayorch.lineage.tasks import operator_lineage_on_end
+
+        return operator_lineage_on_end(self, task_instance, failed=True)
 
 
 def _exit_code(info: Mapping[str, Any] | None) -> int | None:

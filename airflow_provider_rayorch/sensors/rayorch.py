@@ -15,6 +15,7 @@ from airflow_provider_rayorch.common.repair import RepairMode, should_repair
 from airflow_provider_rayorch.common.states import SUMMARY_KEY, JobStatus, with_job_status
 from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded, RayOrchJobFailed
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+from airflow_provider_rayorch.lineage.tasks import MicrobatchLineage, RunLineage
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger, RayOrchMicrobatchTrigger
 
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ class _RunStoreSensor(BaseSensorOperator):
         )
 
 
-class RayOrchMicrobatchSensor(_RunStoreSensor):
+class RayOrchMicrobatchSensor(MicrobatchLineage, _RunStoreSensor):
     """Succeeds as soon as its source microbatch's manifest commits; returns its summary.
 
     Fails when the microbatch's own failed ratio exceeds ``max_failed_ratio`` (its
@@ -333,7 +334,7 @@ class RayOrchMicrobatchSensor(_RunStoreSensor):
         return judge(manifest, self.max_failed_ratio, context)
 
 
-class RayOrchRunSensor(_RunStoreSensor):
+class RayOrchRunSensor(RunLineage, _RunStoreSensor):
     """Waits for the run's Ray job to end and returns the run lineage summary.
 
     Fails when the job ended without a run manifest, or when the run's failed ratio

@@ -228,6 +228,7 @@ def deployment_env(user_home: Path, landing: Path) -> dict[str, str]:
         AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL="30",
         AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES="2",
         AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME="0.5",
+        AIRFLOW__OPENLINEAGE__DISABLED="true",  # no listener: sensors end in the triggerer
     )
 
 

@@ -52,6 +52,7 @@ def airflow_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         AIRFLOW__CORE__DAGS_FOLDER=str(EXAMPLES),
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
         AIRFLOW__CORE__UNIT_TEST_MODE="False",
+        AIRFLOW__OPENLINEAGE__DISABLED="true",
         RAY_USAGE_STATS_ENABLED="0",
         PYTHONPATH=os.pathsep.join([str(EXAMPLES), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
     )

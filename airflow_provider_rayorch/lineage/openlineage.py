@@ -1,0 +1,212 @@
+"""OpenLineage datasets and facets of a RayOrch run, built from its run store records.
+
+Imported only by the operators' and sensors' ``get_openlineage_facets_*`` methods,
+so OpenLineage is imported only where ``apache-airflow-providers-openlineage`` asks.
+
+Every task of one run names the same datasets: one input per location
+(:func:`~.naming.input_locations`, with the standard ``inputStatistics`` facet's
+``fileCount``), the run's own outputs folder with a ``schema`` facet of its Parquet
+columns, and the ``rayorch`` run facet (:class:`RayOrchRunFacet`). A failed run
+adds an ``errorMessage`` facet. No connection setting is read: events hold store
+URIs (credential-free, query strings dropped), source folders and summaries.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_rayorch.lineage.naming import dataset_name, input_locations
+from airflow_provider_rayorch.lineage.summary import (
+    FACET_KEY,
+    SCHEMA_URL,
+    error_message,
+    run_facet_payload,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from airflow_provider_rayorch.runs.records import PlanRecord
+    from airflow_provider_rayorch.runs.store import RunStore
+
+__all__ = [
+    "OUTPUT_COLUMNS",
+    "input_datasets",
+    "operator_lineage",
+    "output_schema",
+    "run_facet_class",
+]
+
+#: The outputs' Parquet columns (runs/store.py): ``value``'s type is the stored one.
+OUTPUT_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("source", "int64", "global 0-based source index"),
+    ("outcome", "string", "present, dropped, failed or suppressed"),
+    ("cause", "string", "why the source is not present (null when present)"),
+    ("value", "any", "the output: a native Arrow type, or JSON text (schema metadata says)"),
+)
+
+
+@cache
+def run_facet_class() -> type[Any]:
+    """The ``rayorch`` run facet's class (built on first use: OpenLineage is optional)."""
+    import attr
+    from airflow.providers.common.compat.openlineage.facet import RunFacet
+
+    @attr.define
+    class RayOrchRunFacet(RunFacet):
+        """A RayOrch run's lineage summary: counts, microbatches, capped failures."""
+
+        runId: str = attr.field()
+        pipeline: str | None = attr.field(default=None)
+        fingerprint: str | None = attr.field(default=None)
+        state: str | None = attr.field(default=None)
+        jobStatus: str | None = attr.field(default=None)
+        sources: dict[str, int] | None = attr.field(default=None)
+        entities: dict[str, int] | None = attr.field(default=None)
+        grains: dict[str, int] | None = attr.field(default=None)
+        microbatchCount: int | None = attr.field(default=None)
+        microbatches: list[dict[str, Any]] | None = attr.field(default=None)
+        microbatch: dict[str, Any] | None = attr.field(default=None)
+        failures: list[dict[str, Any]] | None = attr.field(default=None)
+        elapsedSeconds: float | None = attr.field(default=None)
+        #: counts and causes are not secrets; the redactor leaves them alone
+        _additional_skip_redact = [
+            "runId",
+            "sources",
+            "entities",
+            "grains",
+            "microbatchCount",
+            "microbatches",
+            "microbatch",
+        ]
+
+        @staticmethod
+        def _get_schema() -> str:
+            return SCHEMA_URL
+
+    return RayOrchRunFacet
+
+
+def _microbatch_file(store: RunStore, run_id: str, manifest: Mapping[str, Any]) -> str:
+    index = int((manifest.get("microbatch") or {}).get("index", 0))
+    attempt = int(manifest.get("attempt") or 1)
+    ports = (manifest.get("outputs") or {}).get("ports") or ["out"]
+    folder = [f"mb-{index:05d}"] + ([f"attempt-{attempt}"] if attempt > 1 else [])
+    return posixpath.join(store.root, run_id, "outputs", *folder, f"{ports[0]}.parquet")
+
+
+def output_schema(store: RunStore, run_id: str, manifest: Mapping[str, Any] | None) -> list[Any]:
+    """Schema fields of the outputs: the stored Parquet file's types when a committed
+    microbatch has one (a footer read), else the known layout."""
+    from airflow.providers.common.compat.openlineage.facet import SchemaDatasetFacetFields
+
+    types = {name: kind for name, kind, _ in OUTPUT_COLUMNS}
+    if manifest is not None:
+        try:
+            import pyarrow.parquet as pq
+
+            schema = pq.read_schema(
+                store.fs.open_input_file(_microbatch_file(store, run_id, manifest))
+            )
+            types.update({f.name: str(f.type) for f in schema if f.name in types})
+        except (OSError, ValueError):  # not committed yet, or an older layout
+            pass
+    return [
+        SchemaDatasetFacetFields(name=name, type=types[name], description=text, ordinal_position=i)
+        for i, (name, _, text) in enumerate(OUTPUT_COLUMNS, start=1)
+    ]
+
+
+def input_datasets(
+    sources: Sequence[Any], n_columns: int = 1, *, within: Sequence[Any] | None = None
+) -> list[Any]:
+    """One input dataset per location of ``sources`` with its ``inputStatistics``
+    ``fileCount``; with ``within`` (a microbatch's rows) counted over those only,
+    leaving out locations it reads nothing from."""
+    from airflow.providers.common.compat.openlineage.facet import InputDataset
+    from openlineage.client.generated.input_statistics_input_dataset import (
+        InputStatisticsInputDatasetFacet,
+    )
+
+    return [
+        InputDataset(
+            namespace=loc.dataset.namespace,
+            name=loc.dataset.name,
+            inputFacets={
+                "inputStatistics": InputStatisticsInputDatasetFacet(fileCount=loc.sources)
+            },
+        )
+        for loc in input_locations(sources, n_columns, within=within)
+        if loc.sources > 0
+    ]
+
+
+def _inputs(plan: PlanRecord | None, microbatch: Mapping[str, Any] | None) -> list[Any]:
+    if plan is None:
+        return []
+    within = None
+    if microbatch is not None:
+        first, count = int(microbatch["first_source"]), int(microbatch["count"])
+        within = plan.sources[first : first + count]
+    return input_datasets(plan.sources, plan.n_columns, within=within)
+
+
+def _output(store: RunStore, run_id: str, summary: Mapping[str, Any] | None, manifest: Any) -> Any:
+    from airflow.providers.common.compat.openlineage.facet import (
+        OutputDataset,
+        OutputStatisticsOutputDatasetFacet,
+        SchemaDatasetFacet,
+    )
+
+    name = dataset_name(store.outputs_uri(run_id))
+    output_facets: dict[str, Any] = {}
+    rows = ((summary or {}).get("outputs") or {}).get("rows")
+    if rows is not None:
+        output_facets["outputStatistics"] = OutputStatisticsOutputDatasetFacet(rowCount=int(rows))
+    return OutputDataset(
+        namespace=name.namespace,
+        name=name.name,
+        facets={"schema": SchemaDatasetFacet(fields=output_schema(store, run_id, manifest))},
+        outputFacets=output_facets,
+    )
+
+
+def operator_lineage(
+    store: RunStore,
+    run_id: str,
+    *,
+    summary: Mapping[str, Any] | None = None,
+    microbatch: Mapping[str, Any] | None = None,
+    failed: bool = False,
+) -> Any:
+    """The ``OperatorLineage`` of a task of run ``run_id``.
+
+    ``summary``: the run's (or the microbatch's) lineage summary once known;
+    ``microbatch``: the descriptor a mapped microbatch task is about (its inputs are
+    counted over its own sources, its facet carries its summary); ``failed``: the
+    task failed, so an ``errorMessage`` facet says why when the records tell."""
+    from airflow.providers.common.compat.openlineage.facet import ErrorMessageRunFacet
+    from airflow.providers.openlineage.extractors import OperatorLineage
+
+    plan = store.read_plan(run_id)
+    if microbatch is not None:
+        manifest = summary or store.read_manifest(run_id, int(microbatch["index"]))
+    else:
+        committed = sorted(store.committed(run_id))
+        manifest = store.read_manifest(run_id, committed[0]) if committed else None
+    payload = run_facet_payload(run_id=run_id, summary=summary, plan=plan, microbatch=microbatch)
+    run_facets: dict[str, Any] = {FACET_KEY: run_facet_class()(**payload)}
+    if failed:
+        message = error_message(summary, store.read_job_state(run_id))
+        if message is None:
+            message = f"RayOrch run {run_id} failed before its records tell why (see the task log)"
+        run_facets["errorMessage"] = ErrorMessageRunFacet(
+            message=message, programmingLanguage="python"
+        )
+    return OperatorLineage(
+        inputs=_inputs(plan, microbatch),
+        outputs=[_output(store, run_id, summary, manifest)],
+        run_facets=run_facets,
+    )
