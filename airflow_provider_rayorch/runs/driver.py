@@ -142,14 +142,23 @@ def _microbatch_elapsed(mb: Any, since: float) -> float:
 class ProgressTicker:
     """Prints a throughput line while no microbatch commits for ``every_s`` seconds.
 
-    The engine's core is single-threaded: it is read only on the driver thread, which
-    hands the ticker what it needs (``observe()`` the grains dispatched so far,
-    ``committed()``). The ticker's own thread (``start()``) only prints from those
-    values, so a line never races the dispatch loop, and its delta never goes negative.
+    The engine's core is single-threaded and is never iterated from the ticker's own
+    thread (``start()``): the ticker reads ``count``, a counter the dispatching thread
+    publishes (``Executor.grains_dispatched``), or else what the driver thread hands it
+    (``observe()``, at commits), so a line never races the dispatch loop, and its delta
+    never goes negative.
     """
 
-    def __init__(self, total: int, every_s: float | None = None, *, done: int = 0) -> None:
+    def __init__(
+        self,
+        total: int,
+        every_s: float | None = None,
+        *,
+        done: int = 0,
+        count: Callable[[], int] | None = None,
+    ) -> None:
         self.total = total
+        self._count = count
         self.every_s = PROGRESS_EVERY_S if every_s is None else every_s
         self._lock = threading.Lock()
         self.done = done
@@ -170,6 +179,8 @@ class ProgressTicker:
 
     def tick(self) -> str:
         now = time.monotonic()
+        if self._count is not None:
+            self.observe(self._count())
         with self._lock:
             done, grains = self.done, self._grains
             delta = max(grains - self._last_grains, 0)
@@ -178,8 +189,8 @@ class ProgressTicker:
             self._last_grains, self._last_tick = max(grains, self._last_grains), now
         line = (
             f"running: {done}/{self.total} microbatches committed, {grains} grains "
-            f"dispatched (+{delta} since the last line, {_per_second(delta, window)}/s; "
-            f"counted at commits), no commit for {quiet:.0f} s, "
+            f"dispatched (+{delta} since the last line, {_per_second(delta, window)}/s), "
+            f"no commit for {quiet:.0f} s, "
             f"{now - self._started:.0f} s elapsed"
         )
         _say(line)
@@ -313,7 +324,9 @@ def run_plan(
             )
             last_report = last_commit = time.monotonic()
             total = len(plan.microbatches())
-            ticker = ProgressTicker(total, done=len(committed)).start()
+            ticker = ProgressTicker(
+                total, done=len(committed), count=getattr(executor, "grains_dispatched", None)
+            ).start()
             root = root_name(compiled)
             try:
                 for mb in stream:

@@ -204,6 +204,13 @@ class Executor:
             return []
         return timeline_records(core.timeline, self.last_started)
 
+    def grains_dispatched(self) -> int:
+        """Grains dispatched so far in the current (or last) run. Unlike ``call_metrics``
+        it reads one counter and iterates nothing, so a progress thread may call it
+        while the run goes on."""
+        core = getattr(self, "_current_core", None)
+        return 0 if core is None else core.grains_dispatched
+
     def call_metrics(self) -> list[dict[str, Any]]:
         """Per-Call metrics of the current (or last) run, so far (see ``RunResult.calls``)."""
         core = getattr(self, "_current_core", None)

@@ -159,6 +159,12 @@ class Core:
         return self._admission.finished
 
     @property
+    def grains_dispatched(self) -> int:
+        """Grains dispatched so far over every Call: one int the dispatching thread
+        rebinds, safe to read from another thread (nothing is iterated)."""
+        return self._transitions.dispatched
+
+    @property
     def stale_reports(self) -> int:
         """Reports of batches lost with their worker (fenced, ignored)."""
         return self._scheduler.stale_reports

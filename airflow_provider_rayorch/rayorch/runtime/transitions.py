@@ -31,7 +31,7 @@ _FAILED, _SUPPRESSED = ItemOutcome.FAILED, ItemOutcome.SUPPRESSED
 class Transitions:
     """Moves Grains between phases and keeps the counters those moves change."""
 
-    __slots__ = ("batches", "now", "out", "seq")
+    __slots__ = ("batches", "dispatched", "now", "out", "seq")
 
     def __init__(self, batches: dict[int, BatchRecord], out: list[Command]) -> None:
         #: The in-flight batches (owned by the scheduler), for withdrawals.
@@ -42,6 +42,9 @@ class Transitions:
         self.now = 0.0
         #: Sequence number of the last Grain made (FIFO order across Calls).
         self.seq = 0
+        #: Grains dispatched in this run, over every Call. An int rebound by the
+        #: dispatching thread only, so another thread may read it (progress lines).
+        self.dispatched = 0
 
     # -- into the ready queue --------------------------------------------------------
     def new_grain(self, call: CallState, e: Entity) -> None:
@@ -115,6 +118,7 @@ class Transitions:
         call.pool.ready -= n
         call.rpcs += 1
         call.dispatched += n
+        self.dispatched += n
         call.queue_wait_s += wait
         call.batch_hist[n] = call.batch_hist.get(n, 0) + 1
 

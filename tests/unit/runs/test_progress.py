@@ -74,3 +74,23 @@ def test_the_ticker_thread_never_calls_into_the_executor(tmp_path: Path, monkeyp
     main = threading.current_thread().name
     assert callers, "the driver reads the executor's metrics on its own thread"
     assert set(callers) == {main}, callers
+
+
+def test_the_ticker_reads_the_published_counter_between_commits() -> None:
+    """With the engine's published counter, a line between two commits is live."""
+    published = [0]
+    ticker = driver.ProgressTicker(total=3, count=lambda: published[0])
+    published[0] = 40
+    assert "40 grains dispatched (+40 " in _tick_on_another_thread(ticker)
+    published[0] = 95  # no commit since: the count still moves
+    assert "95 grains dispatched (+55 " in _tick_on_another_thread(ticker)
+
+
+def test_the_executor_publishes_grains_dispatched_as_it_runs(tmp_path: Path) -> None:
+    """``Executor.grains_dispatched`` counts over every Call, as call_metrics sums."""
+    with ro.Executor(pipelines.Weirdo(), backend="local") as executor:
+        assert executor.grains_dispatched() == 0
+        executor.run(list(range(4)), input_batch_size=2)
+        total = sum(c["grains_dispatched"] for c in executor.call_metrics())
+        assert total > 0
+        assert executor.grains_dispatched() == total

@@ -43,6 +43,7 @@ PUBLIC = {
     "stale_reports",
     "duplicate_reports",
     "call_metrics",
+    "grains_dispatched",
     "timeline",
     "values",
 }
