@@ -2,7 +2,8 @@
 
 Both go through httpx (already an Airflow dependency) with the same address,
 timeout, TLS verification (``True``, ``False`` or a CA-bundle path, honoured on
-both paths), ``Authorization`` header and error mapping. A server that TLS does not
+both paths), ``Authorization`` header and error mapping, and through one client per
+hook (:class:`Clients`: one SSL context, kept-alive connections). A server that TLS does not
 trust fails the handshake, so it never receives the token.
 
 Errors map to the package's tree (``airflow_provider_rayorch.exceptions``), and the
@@ -37,7 +38,7 @@ from airflow_provider_rayorch.exceptions import (
     RayOrchClusterUnavailable,
 )
 
-__all__ = ["TRANSIENT_HTTP", "Contact", "JobsApi", "TokenChoice"]
+__all__ = ["TRANSIENT_HTTP", "Clients", "Contact", "JobsApi", "TokenChoice"]
 
 #: HTTP answers worth trying again later (a proxy or a restarting dashboard).
 TRANSIENT_HTTP = frozenset({502, 503, 504})
@@ -109,6 +110,34 @@ class Contact:
     answered: bool = False
 
 
+@dataclass
+class Clients:
+    """The httpx clients of one hook, made on first use and reused by every request,
+    so one SSL context and one kept-alive connection pool serve them all.
+
+    An ``AsyncClient`` belongs to the event loop it was made in: a request from
+    another loop gets a client of its own (the old one is dropped unclosed: it
+    cannot be closed from another loop). ``close``/``aclose`` end them; a request
+    after that makes a new one."""
+
+    sync: httpx.Client | None = None
+    async_: httpx.AsyncClient | None = None
+    loop: Any = None
+
+    def close(self) -> None:
+        client, self.sync = self.sync, None
+        if client is not None:
+            client.close()
+
+    async def aclose(self) -> None:
+        import asyncio
+
+        client, loop = self.async_, self.loop
+        if client is not None and loop is asyncio.get_running_loop():
+            self.async_ = self.loop = None
+            await client.aclose()
+
+
 @dataclass(frozen=True)
 class JobsApi:
     """Requests to one Jobs API address, with one timeout, TLS setting and token."""
@@ -122,6 +151,8 @@ class JobsApi:
     name_conn: bool = True
     #: the hook's record of an answer (connection errors are transient only after one)
     contact: Contact = field(default_factory=Contact, compare=False)
+    #: the hook's clients, shared by every request it makes
+    clients: Clients = field(default_factory=Clients, compare=False)
 
     @property
     def conn(self) -> str:
@@ -247,13 +278,19 @@ class JobsApi:
         return text.replace(token, "***") if token else text
 
     # -- sync ------------------------------------------------------------------------
+    def client(self) -> httpx.Client:
+        """The hook's sync client (made on first use)."""
+        if self.clients.sync is None:
+            self.clients.sync = httpx.Client(**self._client_kwargs(self.ssl_context()))
+        return self.clients.sync
+
     def request(
         self, method: str, path: str, *, what: str = "", allow_404: bool = False, **kwargs: Any
     ) -> httpx.Response | None:
         """One request; ``None`` for a 404 when ``allow_404``; mapped errors otherwise."""
+        client = self.client()
         try:
-            with httpx.Client(**self._client_kwargs(self.ssl_context())) as client:
-                resp = client.request(method, path, **kwargs)
+            resp = client.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
             raise self.transport_error(exc, method, path) from None
         self._answered(resp)
@@ -268,16 +305,24 @@ class JobsApi:
         return resp.json()
 
     # -- async -----------------------------------------------------------------------
+    async def aclient(self) -> httpx.AsyncClient:
+        """The hook's async client for the running event loop (made on first use)."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        if self.clients.async_ is None or self.clients.loop is not loop:
+            verify = await asyncio.to_thread(self.ssl_context)  # reads CA files: off the loop
+            self.clients.async_ = httpx.AsyncClient(**self._client_kwargs(verify))
+            self.clients.loop = loop
+        return self.clients.async_
+
     async def arequest(
         self, method: str, path: str, *, what: str = "", allow_404: bool = False, **kwargs: Any
     ) -> httpx.Response | None:
         """The async twin of :meth:`request` (same TLS, headers, timeout and errors)."""
-        import asyncio
-
-        verify = await asyncio.to_thread(self.ssl_context)  # reads CA files: off the loop
+        client = await self.aclient()
         try:
-            async with httpx.AsyncClient(**self._client_kwargs(verify)) as client:
-                resp = await client.request(method, path, **kwargs)
+            resp = await client.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
             raise self.transport_error(exc, method, path) from None
         self._answered(resp)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import weakref
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 from functools import cached_property
@@ -38,7 +39,7 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 from airflow_provider_rayorch.common import local_heads
 from airflow_provider_rayorch.common.states import JobStatus
 from airflow_provider_rayorch.exceptions import RayOrchClusterError, RayOrchClusterUnavailable
-from airflow_provider_rayorch.hooks.jobs_api import Contact, JobsApi, TokenChoice
+from airflow_provider_rayorch.hooks.jobs_api import Clients, Contact, JobsApi, TokenChoice
 from airflow_provider_rayorch.hooks.settings import (
     DEFAULT_PORT,
     RayOrchSettings,
@@ -101,6 +102,9 @@ class RayOrchHook(BaseHook):
         self._timeout_override = timeout
         #: Set once the Jobs API answers: only then are connection errors transient.
         self._contact = Contact(answered=answered_before)
+        #: One sync and one async httpx client for every request of this hook.
+        self._clients = Clients()
+        weakref.finalize(self, self._clients.close)  # a hook nobody closed
         #: ``False`` while the UI's Test action runs (its connection id is a random one).
         self._name_conn = True
 
@@ -216,6 +220,7 @@ class RayOrchHook(BaseHook):
             token=TokenChoice(settings.token, settings.token_source, origin),
             name_conn=self._name_conn,
             contact=self._contact,
+            clients=self._clients,
         )
 
     @property
@@ -371,6 +376,14 @@ class RayOrchHook(BaseHook):
                 yield logs[printed:]
                 printed = len(logs)
             await asyncio.sleep(interval)
+
+    def close(self) -> None:
+        """Close this hook's sync client (a later request opens a new one)."""
+        self._clients.close()
+
+    async def aclose(self) -> None:
+        """Close this hook's async client of the running event loop."""
+        await self._clients.aclose()
 
     # -- UI ---------------------------------------------------------------------------
     def test_connection(self) -> tuple[bool, str]:
