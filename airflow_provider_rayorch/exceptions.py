@@ -14,8 +14,8 @@
         │   │                            or an answer that says "try later" (HTTP
         │   │                            502/503/504, Ray's 500 "No available agent")
         │   └── RayOrchAuthError         the Jobs API refused the token (HTTP 401/403)
-        ├── RayOrchJobFailed             the Ray job (or embedded driver) ended without
-        │                                completing the run
+        ├── RayOrchJobFailed             the run's Ray job (or embedded driver) did not
+        │                                complete the run (or never started)
         ├── RayOrchPlanChanged           the run store holds another plan for this run id
         ├── RayOrchFailedRatioExceeded   too many sources (or microbatch sources) failed
         └── RayOrchPermanentError        also AirflowFailException: never retried by Airflow
@@ -110,10 +110,10 @@ class RayOrchAuthError(RayOrchClusterError):
 
 
 class RayOrchJobFailed(RayOrchAirflowError):
-    """The Ray job (or the embedded driver) ended without completing the run: it
-    ended FAILED or STOPPED, the cluster lost it, or it ended without its run
-    manifest. A task retry submits a new job that resumes from the committed
-    microbatches."""
+    """The run's Ray job (or the embedded driver) did not complete the run: it ended
+    FAILED or STOPPED, the cluster lost it, it ended without its run manifest, or
+    (for a sensor) the submit task never started it. A task retry submits a new job
+    that resumes from the committed microbatches."""
 
 
 class RayOrchPlanChanged(RayOrchAirflowError):

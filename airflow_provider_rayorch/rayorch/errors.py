@@ -19,7 +19,9 @@
     │                               (runtime/validation.py; also an AssertionError)
     ├── StoreError                  a run store is unreadable, or holds something
     │                               this version cannot use
-    └── DriverError                 a stored run cannot start; carries ``exit_code``
+    ├── DriverError                 a stored run cannot start; carries ``exit_code``
+    └── (the Airflow layer's errors: RayOrchTransientError, RayOrchAirflowError and
+        their subclasses, in ``airflow_provider_rayorch.exceptions``)
 
 The Airflow layer's errors (``airflow_provider_rayorch.exceptions``) have this same
 root: ``except RayOrchError`` catches everything the package raises on purpose.
