@@ -113,8 +113,6 @@ DAG_ID = "rayorch_s3"
 MB = "docs.microbatch"
 S3_DAGS = ROOT / "tests" / "e2e" / "s3_dags"
 DEADLINE_S = 300
-#: The run test_a_run_on_s3_is_killed_... repaired, for the report test after it.
-REPAIRED: dict[str, str] = {}
 
 
 def _calls(state: Path) -> list[int]:
@@ -218,32 +216,16 @@ def test_a_run_on_s3_is_killed_resumes_is_repaired_and_reported(
     rows = store.read_outputs(rid)
     assert [(r["source"], r["value"]) for r in rows] == [(i, i * 2) for i in range(6)]
 
+    # the plugin renders the run's report from the S3 store, with the run's connection
+    page = rest.http.get(
+        f"{rest.url}/rayorch/dagrun", params={"dag_id": DAG_ID, "run_id": run_id}, timeout=60
+    )
+    assert page.status_code == 200, page.text[:2000]
+    assert "RayOrch run report" in page.text
+    assert rid in page.text
     assert_no_secret(
         {"S3 secret key": s3_server.secret_key},
         task_logs=all_task_logs(rest, DAG_ID, run_id),
         xcom=repr(rest.xcoms(DAG_ID, run_id)),
+        report=page.text,
     )
-    REPAIRED.update(run_id=run_id, rid=rid)
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="plugins/app.py opens every run store with rayorch_default's run_store_options, "
-    "so the report of a run on another connection's S3 store answers 500 (pyarrow asks AWS "
-    "for the bucket's region); remove this mark once the plugin uses the run's connection",
-)
-def test_the_plugin_renders_the_report_of_the_run_on_s3(
-    airflow_rest: AirflowRest, s3_server: S3Server
-) -> None:
-    if "run_id" not in REPAIRED:
-        pytest.skip("needs the run test_a_run_on_s3_is_killed_... repaired")
-    rest = airflow_rest
-    page = rest.http.get(
-        f"{rest.url}/rayorch/dagrun",
-        params={"dag_id": DAG_ID, "run_id": REPAIRED["run_id"]},
-        timeout=60,
-    )
-    assert page.status_code == 200, page.text[:2000]
-    assert "RayOrch run report" in page.text
-    assert REPAIRED["rid"] in page.text
-    assert_no_secret({"S3 secret key": s3_server.secret_key}, report=page.text)
