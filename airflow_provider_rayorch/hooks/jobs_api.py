@@ -273,9 +273,13 @@ class JobsApi:
             self.contact.answered = True
 
     def _body(self, resp: httpx.Response) -> str:
-        text = resp.text[:500]
+        """An excerpt of an error answer, never the token. Ray answers an unexpected
+        error with a Python traceback, whose reason is on its last lines."""
         token = self.token.token
-        return text.replace(token, "***") if token else text
+        text = resp.text.replace(token, "***") if token else resp.text  # before any cut
+        if "Traceback (most recent call last)" in text:
+            text = "... " + " ".join(text.split())[-400:]
+        return text[:500]
 
     # -- sync ------------------------------------------------------------------------
     def client(self) -> httpx.Client:

@@ -37,6 +37,21 @@ NO_AGENT = "No available agent to submit job, please try again later."
 TIMEOUT_S = 0.5
 
 
+def _duplicate_answer(sid: str) -> str:
+    """What Ray's job head answers a reused submission id: HTTP 500 with a traceback
+    wrapping its agent's HTTP 400 (the reason is on the last lines)."""
+    frames = "".join(
+        f'  File "/ray/dashboard/modules/job/job_head.py", line {n}, in submit_job\n'
+        "    resp = await job_agent_client.submit_job_internal(submit_request)\n"
+        for n in range(400, 420)
+    )
+    return (
+        f"Traceback (most recent call last):\n{frames}RuntimeError: Request failed with "
+        f"status code 400: Traceback (most recent call last):\n{frames}ValueError: Job with "
+        f"submission_id {sid} already exists. Please use a different submission_id.\n."
+    )
+
+
 class FakeJobsApi:
     """Ray's Jobs API routes the operator uses; ``first_post`` says how the first
     ``POST /api/jobs/`` goes wrong."""
@@ -46,6 +61,7 @@ class FakeJobsApi:
         self.first_post = first_post
         self.jobs: dict[str, dict[str, Any]] = {}
         self.posts = 0
+        self.gets_failed = False
         self.release = threading.Event()  # ends a stall (at teardown)
         self.lock = threading.Lock()
         api = self
@@ -72,6 +88,9 @@ class FakeJobsApi:
                     self._send(200, list(api.jobs.values()))
                 elif path.endswith("/logs"):
                     self._send(200, {"logs": ""})
+                elif api.first_post == "accepted-then-disconnect" and not api.gets_failed:
+                    api.gets_failed = True  # the check after the dropped POST fails too
+                    self._send(503, "upstream connect error")
                 else:
                     job = api.jobs.get(path.rsplit("/", 1)[-1])
                     if job is None:
@@ -98,11 +117,15 @@ class FakeJobsApi:
                     return
                 sid = str(body["submission_id"])
                 if sid in api.jobs:  # Ray refuses to reuse a submission id
-                    self._send(400, f"ValueError: Job with submission_id {sid} already exists.")
+                    self._send(500, _duplicate_answer(sid))
                     return
                 api.accept(sid, body)
                 if verdict == "stall-accepted":
                     api.release.wait(30)
+                if verdict == "accepted-then-disconnect":
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
                 self._send(200, {"submission_id": sid, "job_id": None})
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -157,6 +180,7 @@ CASES = [
     pytest.param("stall-accepted", id="stall-past-timeout-job-accepted"),
     pytest.param("stall-not-accepted", id="stall-past-timeout-no-agent"),
     pytest.param("500", id="http-500-no-available-agent"),
+    pytest.param("accepted-then-disconnect", id="taken-answer-lost-check-failed-resubmitted"),
 ]
 
 
@@ -185,6 +209,18 @@ def test_an_error_answer_is_not_called_unreachable(jobs_api: FakeJobsApi) -> Non
     assert NO_AGENT in message
     assert caught.value.status == 500
     assert caught.value.transient  # Ray says "try again later"
+
+
+@pytest.mark.parametrize("jobs_api", [pytest.param("ok", id="ok")], indirect=True)
+def test_an_error_traceback_is_excerpted_by_its_last_lines(jobs_api: FakeJobsApi) -> None:
+    hook = RayOrchHook()
+    body = {"submission_id": "s1", "metadata": {"rayorch_run_id": "r"}, "entrypoint": "x"}
+    jobs_api.jobs["s1"] = {"submission_id": "s1", "status": "RUNNING"}
+    with pytest.raises(RayOrchClusterError) as caught:
+        hook.api.request("POST", "/api/jobs/", what="submitting job 's1'", json=body)
+    message = str(caught.value)
+    assert "submission_id s1 already exists" in message
+    assert len(message) < 800
 
 
 @pytest.mark.parametrize("jobs_api", [pytest.param("disconnect", id="disc")], indirect=True)
