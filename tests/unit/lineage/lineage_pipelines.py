@@ -6,6 +6,7 @@ from typing import Any
 
 from fake_pipelines import Square
 
+import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.outcomes import ItemOutcome, OutputIssue
 
 
@@ -20,3 +21,19 @@ class Measure(Square):
         if x in self.poison:
             return OutputIssue(ItemOutcome.FAILED, f"doc[{x}]: unreadable")
         return len(str(x))
+
+
+class _Length:
+    def run(self, paths: list[str]) -> list[Any]:
+        return [ro.RecordFailure("unreadable") if p.endswith("bad.pdf") else len(p) for p in paths]
+
+
+class PathLengths(ro.Pipeline):
+    """A real engine pipeline (run by ``backend="local"``, no Ray): each path's length;
+    a path ending in ``bad.pdf`` FAILS."""
+
+    def __init__(self) -> None:
+        self.length = ro.RayModule(_Length).ray_options(replicas=1, batch_size=4)
+
+    def forward(self, paths: ro.Port) -> ro.Port:
+        return self.length(paths)
