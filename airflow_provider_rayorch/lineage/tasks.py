@@ -80,10 +80,23 @@ def operator_lineage_on_end(operator: Any, task_instance: Any, *, failed: bool) 
     )
 
 
+def _no_run(sensor: Any) -> Any:
+    """An empty ``OperatorLineage`` when the submit task prepared no run (a glob that
+    matched nothing renders ``run_id`` as ``"None"``), else None."""
+    if str(sensor.run_id or "").strip() not in ("", "None"):
+        return None
+    from airflow.providers.openlineage.extractors import OperatorLineage
+
+    return OperatorLineage()
+
+
 def microbatch_lineage(sensor: Any, *, failed: bool = False, started: bool = False) -> Any:
     """A mapped microbatch task's: its own sources, its manifest, its facet."""
     from airflow_provider_rayorch.lineage.openlineage import operator_lineage
 
+    nothing = _no_run(sensor)
+    if nothing is not None:
+        return nothing
     store: RunStore = sensor._store()
     microbatch = dict(sensor.microbatch)
     manifest = None if started else store.read_manifest(sensor.run_id, int(microbatch["index"]))
@@ -100,6 +113,9 @@ def run_lineage(sensor: Any, *, failed: bool = False, started: bool = False) -> 
     """The ``run`` task's: the whole run and its run manifest."""
     from airflow_provider_rayorch.lineage.openlineage import operator_lineage
 
+    nothing = _no_run(sensor)
+    if nothing is not None:
+        return nothing
     store: RunStore = sensor._store()
     summary = None if started else store.read_run_manifest(sensor.run_id)
     return operator_lineage(

@@ -177,3 +177,29 @@ def test_a_list_in_two_buckets_is_two_inputs_and_inline_values_none(store_root) 
     event = build_event(operator_lineage_on_start(op), "start")
     check_event(event)
     assert inputs_of(event) == {("s3://raw", "in/2026"): 2, ("gs://other", "x"): 1}
+
+
+def test_a_job_that_ended_without_a_manifest_says_why(tmp_path, store_root, fake_engine) -> None:
+    from airflow_provider_rayorch.exceptions import RayOrchJobFailed
+
+    op = _operator(store_root, landing(tmp_path, {"a": 2}))
+    op.hook.submit_job.side_effect = lambda entrypoint, *, submission_id, **kw: submission_id
+    op.hook.get_job_info.side_effect = lambda j: {"status": "FAILED", "message": "OOM killed"}
+    ti = ti_for()
+    with pytest.raises(RayOrchJobFailed):
+        op.execute(context_for(ti))
+    event = build_event(op.get_openlineage_facets_on_failure(ti), "fail")
+    check_event(event)
+    assert "OOM killed" in event["run"]["facets"]["errorMessage"]["message"]
+    assert "state" not in facet_of(event)  # no summary: the run never ended
+
+
+def test_sensors_of_a_run_never_prepared_report_nothing(store_root) -> None:
+    common = {"run_id": "None", "run_store": store_root, "job_id": "None"}
+    mb = {"index": 0, "first_source": 0, "count": 1}
+    for sensor in (
+        RayOrchMicrobatchSensor(task_id="microbatch", microbatch=mb, **common),
+        RayOrchRunSensor(task_id="run", **common),
+    ):
+        lineage = sensor.get_openlineage_facets_on_complete(ti_for())
+        assert (lineage.inputs, lineage.outputs, lineage.run_facets) == ([], [], {})
