@@ -577,7 +577,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
                 self.log.info("Job %s %s: %d microbatch(es) committed", job_id, status, committed)
             try:
                 logs, logs_read = self.poll_hook.get_job_logs(job_id), True
-            except RayOrchClusterError as exc:  # the relay is best effort; the verdict is not
+            except (RayOrchClusterError, ValueError) as exc:  # the relay is best effort
                 self.log.debug("reading the log of job %s failed: %s", job_id, exc)
                 logs, logs_read = "", False
             for line in logs.splitlines()[printed:]:
@@ -606,7 +606,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
                     lambda: self.poll_hook.get_job_logs(job_id), f"reading the log of job {job_id}"
                 )
             )
-        except RayOrchClusterError as exc:
+        except (RayOrchClusterError, ValueError) as exc:  # ValueError: not JSON
             self.log.warning(
                 "cannot read the log of job %s (%s): judging it by Ray's job info", job_id, exc
             )
