@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
-import time
-from collections import deque
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -19,115 +10,59 @@ from airflow.sdk import AssetAlias, BaseOperator, ResumableJobMixin
 from airflow.sdk.configuration import conf
 
 from airflow_provider_rayorch.common.liveness import record_running
-from airflow_provider_rayorch.common.polling import call_with_retries
-from airflow_provider_rayorch.common.progress import relay_line
 from airflow_provider_rayorch.common.ratio import judge_summary
 from airflow_provider_rayorch.common.repair import RepairMode, should_repair
 from airflow_provider_rayorch.common.states import (
     CONN_ID_KEY,
     JOB_ID_KEY,
-    JOB_URL_KEY,
-    LOCAL_HEAD_KEY,
     RUN_ID_KEY,
     RUN_STORE_KEY,
     SUMMARY_KEY,
     JobStatus,
+    with_job_status,
 )
-from airflow_provider_rayorch.exceptions import (
-    RayOrchClusterError,
-    RayOrchCompileFailed,
-    RayOrchFailedRatioExceeded,
-    RayOrchJobFailed,
-    RayOrchPipelineNotImportable,
-    RayOrchPlanChanged,
-)
+from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded, RayOrchJobFailed
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook, mask_secrets
-from airflow_provider_rayorch.lineage.parent import with_parent_run
 from airflow_provider_rayorch.links.rayorch import RayJobLink
 from airflow_provider_rayorch.links.report import RayOrchReportLink
 from airflow_provider_rayorch.operators import _common
+from airflow_provider_rayorch.operators._job_wait import JobWaiting
+from airflow_provider_rayorch.operators._submit import JobSubmitting
+from airflow_provider_rayorch.operators.embedded import (  # re-exported: older import paths
+    DRIVER_MODULE,
+    EMBEDDED_RAY_START_RETRIES,
+    RAY_START_TIMED_OUT,
+    EmbeddedDriver,
+    _die_with_parent_fn,
+    embedded_ray_env,
+)
 from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.runs.secrets import driver_env, ray_init_secrets
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger
 
 if TYPE_CHECKING:
+    import subprocess
     from collections.abc import Mapping, Sequence
 
     from airflow.sdk import Context
 
     from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
-__all__ = ["JOB_ID_KEY", "RUN_ID_KEY", "RUN_STORE_KEY", "SUMMARY_KEY", "RayOrchOperator"]
-
-DRIVER_MODULE = "airflow_provider_rayorch.job"
-#: ``ray.init`` waits a fixed 30 s for its raylet (ray/_private/node.py, not
-#: configurable), then fails with this; on a loaded machine the embedded driver is
-#: started again, in a fresh process group, at most this many times.
-RAY_START_TIMED_OUT = "The current node timed out during startup"
-EMBEDDED_RAY_START_RETRIES = 2
-
-
-def embedded_ray_env(base: Mapping[str, str], token_dir: str) -> dict[str, str]:
-    """The embedded driver's environment: its private local Ray runs in token mode with
-    a token file of its own in ``token_dir``, so Ray never reads or writes ``~/.ray``
-    whatever this machine's Ray token state or ``RAY_AUTH_*`` variables."""
-    import secrets
-
-    env = {k: v for k, v in base.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_TOKEN")}
-    path = os.path.join(token_dir, "auth_token")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(secrets.token_hex(32))
-    env["RAY_AUTH_MODE"] = "token"
-    env["RAY_AUTH_TOKEN_PATH"] = path
-    return env
+__all__ = [
+    "DRIVER_MODULE",
+    "EMBEDDED_RAY_START_RETRIES",
+    "JOB_ID_KEY",
+    "RAY_START_TIMED_OUT",
+    "RUN_ID_KEY",
+    "RUN_STORE_KEY",
+    "SUMMARY_KEY",
+    "RayOrchOperator",
+    "_die_with_parent_fn",
+    "embedded_ray_env",
+]
 
 
-def _driver_exit_error(code: int, message: str) -> Exception:
-    from airflow_provider_rayorch.runs import driver
-
-    if code == driver.EXIT_IMPORT:
-        return RayOrchPipelineNotImportable(message)
-    if code == driver.EXIT_COMPILE:
-        return RayOrchCompileFailed(message)
-    if code == driver.EXIT_PLAN_CHANGED:
-        return RayOrchPlanChanged(message)
-    return RayOrchJobFailed(message)
-
-
-def _prctl() -> Any:
-    """libc's prctl, loaded in the parent (a preexec_fn must not import anything)."""
-    import ctypes
-
-    return ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
-
-
-def _die_with_parent_fn() -> Any:
-    """A preexec_fn giving the embedded driver SIGTERM when the task process dies, so
-    an orphaned driver never races a retry's driver on the same run (Linux only)."""
-    prctl = _prctl()
-    if prctl is None:
-        return None
-    pr_set_pdeathsig, sigterm = 1, int(signal.SIGTERM)
-
-    def preexec() -> None:
-        prctl(pr_set_pdeathsig, sigterm)
-
-    return preexec
-
-
-def _error_line(text: str) -> dict[str, Any] | None:
-    for line in reversed(text.splitlines()):
-        _, marker, payload = line.partition("RAYORCH_ERROR ")
-        if marker:
-            try:
-                return dict(json.loads(payload))
-            except ValueError:
-                return {"message": payload}
-    return None
-
-
-class RayOrchOperator(ResumableJobMixin, BaseOperator):
+class RayOrchOperator(JobSubmitting, JobWaiting, ResumableJobMixin, BaseOperator):
     """Run a RayOrch pipeline over ``sources`` and return the run's lineage summary.
 
     The pipeline is imported and compiled in the worker first: a ``CompileError``
@@ -244,7 +179,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         self._repairing = False
         #: extra driver arguments of this try (a repair's ``--repair all ...``)
         self._driver_args: list[str] = []
-        self._proc: subprocess.Popen[str] | None = None
+        self._embedded = EmbeddedDriver(log=self.log)
         self._job_id: str | None = None
         self._result: dict[str, Any] | None = None
 
@@ -392,139 +327,26 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         return bool(bad)
 
     def _run_embedded(self, plan: PlanRecord) -> None:
-        """Run the driver as a child process (its own process group) with a local Ray;
-        start it again when its local Ray timed out starting (a busy machine)."""
-        for attempt in range(EMBEDDED_RAY_START_RETRIES + 1):
-            token_dir = tempfile.mkdtemp(prefix="rayorch-driver-")  # mode 0700
-            try:
-                env = {**embedded_ray_env(os.environ, token_dir), **self._driver_env()}
-                self._run_driver_process(plan, env)
-                return
-            except RayOrchJobFailed as exc:
-                if RAY_START_TIMED_OUT not in str(exc) or attempt == EMBEDDED_RAY_START_RETRIES:
-                    raise
-                self.log.warning(
-                    "The embedded local Ray did not start in time (a busy machine): starting "
-                    "the driver again (%d/%d)",
-                    attempt + 1,
-                    EMBEDDED_RAY_START_RETRIES,
-                )
-            finally:
-                shutil.rmtree(token_dir, ignore_errors=True)
-
-    def _run_driver_process(self, plan: PlanRecord, env: dict[str, str]) -> None:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        store = self._store()
-        cmd = [
-            sys.executable,
-            "-m",
-            DRIVER_MODULE,
-            "--run-store",
-            store.uri,
-            "--run-id",
+        """Run the driver as a child process with a local Ray (operators/embedded.py)."""
+        self._embedded.driver_module = DRIVER_MODULE
+        self._embedded.run(
+            self._store().uri,
             plan.run_id,
-            *self._driver_args,
-        ]
-        self.log.info("Starting the embedded driver: %s", " ".join(cmd))
-        self._proc = subprocess.Popen(
-            cmd,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-            preexec_fn=_die_with_parent_fn(),
+            self._driver_args,
+            self._driver_env(),
+            retries=EMBEDDED_RAY_START_RETRIES,
         )
-        tail: deque[str] = deque(maxlen=200)
-        assert self._proc.stdout is not None
-        for line in self._proc.stdout:
-            tail.append(line.rstrip("\n"))
-            relay_line(self.log, "[driver]", tail[-1])
-        code = self._proc.wait()
-        self._proc = None
-        if code != 0:
-            error = _error_line("\n".join(tail)) or {}
-            message = error.get("message") or "\n".join(list(tail)[-20:])
-            raise _driver_exit_error(code, f"driver exited with code {code}: {message}")
+
+    @property
+    def _proc(self) -> subprocess.Popen[str] | None:
+        """The embedded driver's process while it runs."""
+        return self._embedded.proc
+
+    @_proc.setter
+    def _proc(self, proc: subprocess.Popen[str] | None) -> None:
+        self._embedded.proc = proc
 
     # -- ResumableJobMixin -------------------------------------------------------------
-    def _retrying(self, fn: Any, what: str) -> Any:
-        """``fn()`` with transient Jobs-API errors retried within the one budget."""
-        return call_with_retries(fn, what=what, interval=self.poll_interval, log=self.log)
-
-    def submit_job(self, context: Context) -> str:
-        run_id = self._run_id(context)
-        try:
-            job_id = self._submit(context, run_id)
-        except RayOrchClusterError as exc:  # the job never started: say so in the run store
-            self._record_job_state(run_id, JobStatus.NOT_STARTED, f"submit failed: {exc}")
-            raise
-        record_running(self._store(), run_id, job_id, log=self.log, force=True)
-        return job_id
-
-    def _record_job_state(self, run_id: str, status: JobStatus, message: str) -> None:
-        try:
-            self._store().write_job_state(run_id, status.value, message)
-        except Exception as exc:  # the record helps the UI; it must not hide the real error
-            self.log.warning("could not record job state %s of run %s: %s", status, run_id, exc)
-
-    def _submit(self, context: Context, run_id: str) -> str:
-        hook = self.hook
-        active = self._retrying(lambda: hook.find_active_job(run_id), "listing Ray jobs")
-        if active is not None:
-            self.log.info("Run %s already has an active job %s: attaching to it", run_id, active)
-            self._job_id = active
-            return active
-        sid = _common.submission_id(run_id, context["ti"].try_number)
-        info = self._retrying(lambda: hook.get_job_info(sid), f"reading job {sid}")
-        if info is not None:
-            if JobStatus.parse(info["status"]).is_active:
-                return sid
-            sid = f"{sid}-{int(time.time())}"  # Ray refuses to reuse a submission id
-        store = self._store()
-        entrypoint = (
-            f"python -m {DRIVER_MODULE} --run-store {_quote(store.uri)} --run-id {_quote(run_id)}"
-        )
-        if self._driver_args:
-            extra = [*self._driver_args, "--job-id", sid]
-            entrypoint += " " + " ".join(_quote(a) for a in extra)
-        ti = context["ti"]
-        metadata = {
-            "rayorch_run_id": run_id,
-            "airflow_dag_id": str(ti.dag_id),
-            "airflow_task_id": str(ti.task_id),
-            "airflow_run_id": str(ti.run_id),
-            "airflow_map_index": str(getattr(ti, "map_index", -1)),
-        }
-        # Idempotent by ``sid``: after no answer or a 5xx the hook asks whether Ray has
-        # the job, and a retry submits again only when it has not (issue 19).
-        job_id = self._retrying(
-            lambda: hook.submit_job(
-                entrypoint,
-                submission_id=sid,
-                runtime_env=with_parent_run(self.runtime_env, ti),  # OpenLineage parent
-                metadata=metadata,
-                entrypoint_num_cpus=self.entrypoint_num_cpus,
-            ),
-            f"submitting job {sid}",
-        )
-        where = "the provider's loopback head" if hook.is_local_head is True else "the cluster"
-        self.log.info("Submitted Ray job %s for run %s to %s", job_id, run_id, where)
-        self._job_id = job_id
-        return job_id
-
-    def _push_job(self, context: Context, job_id: str) -> None:
-        ti = context["ti"]
-        ti.xcom_push(key=JOB_ID_KEY, value=job_id)
-        url = self.hook.dashboard_job_url(job_id)
-        if url:
-            ti.xcom_push(key=JOB_URL_KEY, value=url)
-            if self.hook.is_local_head is True:
-                ti.xcom_push(key=LOCAL_HEAD_KEY, value=True)
-                self.log.info("Ray dashboard (until the head's teardown): %s", url)
-            else:
-                self.log.info("Ray dashboard: %s", url)
-
     def get_job_status(self, external_id: Any, context: Context) -> str:
         self._job_id = job_id = str(external_id)
         status = self._retrying(
@@ -561,90 +383,6 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         self._poll(job_id, context)
         return self.get_job_result(job_id, context)
 
-    def _poll(self, job_id: str, context: Context) -> None:
-        store, run_id = self._store(), self._run_id(context)
-        printed, seen = 0, -1
-        while True:
-            info = self._retrying(
-                lambda: self.poll_hook.get_job_info(job_id), f"polling job {job_id}"
-            )
-            status = JobStatus.MISSING if info is None else JobStatus.parse(info["status"])
-            if status is JobStatus.RUNNING:
-                record_running(store, run_id, job_id, log=self.log)
-            committed = len(store.committed(run_id))
-            if committed != seen:
-                seen = committed
-                self.log.info("Job %s %s: %d microbatch(es) committed", job_id, status, committed)
-            try:
-                logs, logs_read = self.poll_hook.get_job_logs(job_id), True
-            except (RayOrchClusterError, ValueError) as exc:  # the relay is best effort
-                self.log.debug("reading the log of job %s failed: %s", job_id, exc)
-                logs, logs_read = "", False
-            for line in logs.splitlines()[printed:]:
-                relay_line(self.log, "[ray job]", line)
-            printed = max(printed, len(logs.splitlines()))
-            if not status.is_active:
-                break
-            time.sleep(self.poll_interval)
-        if status is not JobStatus.SUCCEEDED:
-            message = "" if info is None else str(info.get("message") or "")
-            if info is None:
-                message = f"the cluster does not know job {job_id}"
-            if not logs_read:
-                logs = self._last_log(job_id)
-            raise self._job_error(
-                job_id, status, message, logs, run_id=run_id, exit_code=_exit_code(info)
-            )
-
-    def _last_log(self, job_id: str) -> str:
-        """The log of a job that failed, read with retries: its ``RAYORCH_ERROR`` line
-        tells a compile or import error (no task retry) from a failed run. Unreadable:
-        ``""``, and the verdict comes from Ray's job info (exit code, log tail)."""
-        try:
-            return str(
-                self._retrying(
-                    lambda: self.poll_hook.get_job_logs(job_id), f"reading the log of job {job_id}"
-                )
-            )
-        except (RayOrchClusterError, ValueError) as exc:  # ValueError: not JSON
-            self.log.warning(
-                "cannot read the log of job %s (%s): judging it by Ray's job info", job_id, exc
-            )
-            return ""
-
-    def _job_error(
-        self,
-        job_id: str,
-        status: str,
-        message: str,
-        logs: str,
-        *,
-        run_id: str | None = None,
-        exit_code: int | None = None,
-    ) -> Exception:
-        """The task's error for a job that ended without success: the driver's
-        ``RAYORCH_ERROR`` line (in the log, or in the log tail Ray keeps in ``message``),
-        else the driver's exit code from Ray's job info, else ``RayOrchJobFailed``."""
-        ended = _ended_status(status)
-        if (
-            ended is not None
-            and run_id is not None
-            and self._store().read_run_manifest(run_id) is None
-        ):
-            self._record_job_state(run_id, ended, f"Ray job {job_id} ended {status}: {message}")
-        error = _error_line(logs) or _error_line(message)
-        if error is not None and "exit_code" in error:
-            return _driver_exit_error(int(error["exit_code"]), str(error.get("message")))
-        if exit_code:  # a driver that died before its error line (or a lost log)
-            return _driver_exit_error(exit_code, f"Ray job {job_id} ended {status}: {message}")
-        if "No module named 'airflow_provider_rayorch'" in f"{message}\n{logs}":
-            return RayOrchPipelineNotImportable(
-                f"Ray job {job_id}: the cluster's Python cannot import airflow_provider_rayorch; "
-                "install airflow-provider-rayorch in the cluster image (or add it to the "
-                "connection's runtime_env `pip`)."
-            )
-        return RayOrchJobFailed(f"Ray job {job_id} ended {status}: {message}")
-
     def get_job_result(self, external_id: Any, context: Context) -> Any:
         if self._result is not None:
             return self._result
@@ -654,8 +392,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             message = f"job {external_id} ended without a run manifest for run {run_id}"
             self._record_job_state(run_id, JobStatus.FAILED, message)
             raise RayOrchJobFailed(message)
-        summary = {**summary, "job_status": JobStatus.SUCCEEDED.value}
-        self._result = self.finish(summary, context)
+        self._result = self.finish(with_job_status(summary), context)
         return self._result
 
     def execute_complete(self, context: Context, event: Mapping[str, Any] | None = None) -> Any:
@@ -663,22 +400,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
             raise RayOrchJobFailed(f"unexpected trigger event {event!r}")
         self._job_id = str(event.get("job_id") or "") or None
         if event["status"] != "success":
-            job_id = str(event.get("job_id"))
-            try:  # the exit code is in the job info only
-                info = self._retrying(
-                    lambda: self.poll_hook.get_job_info(job_id), f"reading job {job_id}"
-                )
-            except RayOrchClusterError as exc:
-                self.log.warning("cannot read job %s (%s)", job_id, exc)
-                info = None
-            raise self._job_error(
-                job_id,
-                str(event.get("job_status")),
-                str(event.get("message")),
-                self._last_log(job_id),
-                run_id=self._run_id(context),
-                exit_code=_exit_code(info),
-            )
+            raise self._deferred_job_error(event, context)
         return self.get_job_result(event.get("job_id"), context)
 
     # -- result ----------------------------------------------------------------------
@@ -728,9 +450,7 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
     # -- kill ----------------------------------------------------------------------------
     def on_kill(self) -> None:
         """Stop the embedded driver's process group, or the Ray job (never delete it)."""
-        if self._proc is not None and self._proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._proc.pid, signal.SIGTERM)
+        self._embedded.kill()
         if self._job_id:
             self.hook.stop_job(self._job_id)
 
@@ -752,30 +472,3 @@ class RayOrchOperator(ResumableJobMixin, BaseOperator):
         from airflow_provider_rayorch.lineage.tasks import operator_lineage_on_end
 
         return operator_lineage_on_end(self, task_instance, failed=True)
-
-
-def _exit_code(info: Mapping[str, Any] | None) -> int | None:
-    """The driver's exit code from Ray's job info (``driver_exit_code``), if known."""
-    code = (info or {}).get("driver_exit_code")
-    try:
-        return None if code is None else int(code)
-    except (TypeError, ValueError):
-        return None
-
-
-def _ended_status(status: str) -> JobStatus | None:
-    """What to record for a job that ended without a run manifest (None: its status is
-    not known, for example after the retry budget ran out: record nothing)."""
-    try:
-        parsed = JobStatus.parse(status)
-    except ValueError:
-        return None
-    if parsed.is_active:
-        return None
-    return JobStatus.FAILED if parsed is JobStatus.SUCCEEDED else parsed
-
-
-def _quote(value: str) -> str:
-    import shlex
-
-    return shlex.quote(value)

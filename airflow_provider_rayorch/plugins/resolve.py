@@ -14,6 +14,13 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_rayorch.common.states import (
+    CONN_ID_KEY,
+    RUN_ID_KEY,
+    RUN_STORE_KEY,
+    SUMMARY_KEY,
+)
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
@@ -29,11 +36,9 @@ __all__ = [
     "ref_from_values",
 ]
 
-RUN_ID_KEY = "rayorch_run_id"
-RUN_STORE_KEY = "rayorch_run_store"
-#: the connection whose ``run_store_options`` open the store (pushed with the run id)
-CONN_ID_KEY = "rayorch_conn_id"
-_SUMMARY_KEYS = ("return_value", "rayorch_summary")
+#: the XCom keys are common.states' (CONN_ID_KEY names the connection whose
+#: ``run_store_options`` open the store, pushed with the run id)
+_SUMMARY_KEYS = ("return_value", SUMMARY_KEY)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,169 @@
+"""One job watch: a run's Ray job status plus what its run store holds, in; one
+observation, out.
+
+The operator, both sensors and both triggers wait for the same thing, so the rule
+for "is it over, and did it work" lives in the pure :func:`observe`; the thin drivers
+:class:`JobWatch` (sync: operator, sensors) and its ``alook`` (async: triggers, the
+store read off the event loop) only fetch the two inputs. Reading the job retries
+transient Jobs-API errors within the provider's one budget (:mod:`.polling`), and a
+RUNNING job is recorded in the run store (:mod:`.liveness`) wherever it is seen.
+
+The rule. Watching a run: the watch ends when the job ends; the run succeeded when
+the job did not report a failure (SUCCEEDED, or MISSING: the head that ran it is
+gone and the manifest is the only witness left) and a run manifest exists. A run
+manifest is written by a driver that completed, so its ``job_status`` is SUCCEEDED
+unless it says otherwise (:func:`common.states.with_job_status`). Watching one
+microbatch: it ends as soon as that microbatch's manifest commits, or when the job
+ends without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_rayorch.common.liveness import record_running
+from airflow_provider_rayorch.common.polling import acall_with_retries, call_with_retries
+from airflow_provider_rayorch.common.states import JobStatus, with_job_status
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from airflow_provider_rayorch.runs.store import RunStore
+
+__all__ = ["JobObservation", "JobWatch", "StoreFacts", "job_reading", "observe"]
+
+#: What a job read returns: Ray's job info (a mapping), a status, or None (unknown job).
+JobRead = Mapping[str, Any] | JobStatus | str | None
+
+
+@dataclass(frozen=True)
+class StoreFacts:
+    """What the run store says: committed microbatches (None: not counted) and the
+    awaited manifest (the run's, or one microbatch's; None: not written yet)."""
+
+    committed: int | None = None
+    manifest: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class JobObservation:
+    """One look at a run's job.
+
+    :ivar status: the job's status (None: no job to watch).
+    :ivar committed: microbatches committed so far (None: not counted).
+    :ivar manifest: the awaited manifest; a run's carries its ``job_status``.
+    :ivar ended: nothing more to wait for.
+    :ivar message: Ray's word on the job (why it ended), ``""`` if none.
+    """
+
+    status: JobStatus | None
+    committed: int | None
+    manifest: dict[str, Any] | None
+    ended: bool
+    message: str = ""
+
+    @property
+    def succeeded(self) -> bool:
+        """Ended with the awaited manifest (see the module's rule)."""
+        return self.ended and self.manifest is not None
+
+
+def job_reading(raw: JobRead, job_id: str) -> tuple[JobStatus, str]:
+    """A job read as ``(status, Ray's message)``; None means Ray does not know it."""
+    if raw is None:
+        return JobStatus.MISSING, f"the cluster does not know job {job_id}"
+    if isinstance(raw, Mapping):
+        return JobStatus.parse(raw.get("status")), str(raw.get("message") or "")
+    return JobStatus.parse(raw), ""
+
+
+def observe(
+    status: JobStatus | None,
+    facts: StoreFacts,
+    *,
+    message: str = "",
+    microbatch: bool = False,
+) -> JobObservation:
+    """The observation for a job ``status`` and the store's ``facts`` (pure)."""
+    committed = facts.committed
+    if microbatch:
+        done = facts.manifest is not None
+        ended = done or (status is not None and status.is_terminal)
+        manifest = dict(facts.manifest) if facts.manifest is not None else None
+        return JobObservation(status, committed, manifest, ended, "" if done else message)
+    if status is None or status.is_active:
+        return JobObservation(status, committed, None, False, message)
+    if status in (JobStatus.SUCCEEDED, JobStatus.MISSING) and facts.manifest is not None:
+        return JobObservation(status, committed, with_job_status(facts.manifest), True, message)
+    return JobObservation(status, committed, None, True, message)
+
+
+@dataclass
+class JobWatch:
+    """The drivers of :func:`observe` for one run (and maybe one microbatch).
+
+    :param read_job: reads the job once (a hook's ``get_job_info``/``get_job_status``,
+        or their async twins for :meth:`alook`); None: no job to watch.
+    :param index: watch this microbatch's manifest instead of the run's.
+    :param count_commits: count committed microbatches on every look (for the log).
+    """
+
+    store: RunStore
+    run_id: str
+    job_id: str | None
+    read_job: Callable[[], Any] | None
+    interval: float
+    log: Any = None
+    index: int | None = None
+    count_commits: bool = False
+    #: the last job read as it came (Ray's job info holds the driver's exit code)
+    last_read: Any = None
+
+    @property
+    def _what(self) -> str:
+        return f"reading Ray job {self.job_id}"
+
+    def _manifest(self) -> dict[str, Any] | None:
+        if self.index is not None:
+            return self.store.read_manifest(self.run_id, self.index)
+        return self.store.read_run_manifest(self.run_id)
+
+    def _facts(self, status: JobStatus | None, early: dict[str, Any] | None) -> StoreFacts:
+        committed = len(self.store.committed(self.run_id)) if self.count_commits else None
+        if early is not None:
+            return StoreFacts(committed, early)
+        ended = status is None or status.is_terminal
+        return StoreFacts(committed, self._manifest() if ended else None)
+
+    def _after_read(self, raw: Any) -> tuple[JobStatus, str]:
+        self.last_read = raw
+        status, message = job_reading(raw, str(self.job_id))
+        if status is JobStatus.RUNNING and self.job_id:
+            record_running(self.store, self.run_id, self.job_id, log=self.log)
+        return status, message
+
+    def look(self) -> JobObservation:
+        """One look (sync): the microbatch's manifest first, then the job, then the store."""
+        early = self._manifest() if self.index is not None else None
+        if early is not None or self.read_job is None:
+            return observe(None, self._facts(None, early), microbatch=self.index is not None)
+        read = self.read_job
+        raw = call_with_retries(read, what=self._what, interval=self.interval, log=self.log)
+        status, message = self._after_read(raw)
+        facts = self._facts(status, None)
+        return observe(status, facts, message=message, microbatch=self.index is not None)
+
+    async def alook(self) -> JobObservation:
+        """One look (async, for triggers): store reads run in a thread."""
+        early = await asyncio.to_thread(self._manifest) if self.index is not None else None
+        if early is not None or self.read_job is None:
+            facts = await asyncio.to_thread(self._facts, None, early)
+            return observe(None, facts, microbatch=self.index is not None)
+        read: Callable[[], Awaitable[Any]] = self.read_job
+        raw = await acall_with_retries(read, what=self._what, interval=self.interval, log=self.log)
+        status, message = await asyncio.to_thread(self._after_read, raw)
+        facts = await asyncio.to_thread(self._facts, status, None)
+        return observe(status, facts, message=message, microbatch=self.index is not None)

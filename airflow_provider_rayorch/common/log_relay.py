@@ -1,0 +1,148 @@
+"""Relay a Ray job's log to the task log, fetching each byte once.
+
+Ray's ``GET /api/jobs/<id>/logs`` answers the whole log, so polling it costs
+O(n^2) bytes over a long job. The Jobs API also streams the log over a websocket,
+``GET /api/jobs/<id>/logs/tail`` (Ray's own ``JobSubmissionClient.tail_job_logs``):
+the log from its start, then each new chunk, closed once the job ended and its log
+was read to the end. httpx has no websocket client; aiohttp, which Ray's dashboard
+and SDK already require, has one. When the stream is unavailable (an old Ray, a
+proxy that drops websockets, a refused upgrade), :class:`LineRelay` still prints
+each line once by its character offset into the whole log.
+
+:class:`LogFollower` runs the stream on a thread of its own for the operator's sync
+poll loop; the triggers iterate :func:`astream_job_logs` themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_rayorch.common.progress import relay_line
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+    from airflow_provider_rayorch.hooks.jobs_api import JobsApi
+
+__all__ = ["LineRelay", "LogFollower", "astream_job_logs"]
+
+#: Lines kept for the driver's ``RAYORCH_ERROR`` line when the job fails.
+KEEP_LINES = 200
+
+
+class LineRelay:
+    """Prints each complete line once; remembers how many characters it consumed and
+    the last :data:`KEEP_LINES` lines."""
+
+    def __init__(self, log: Any, prefix: str) -> None:
+        self.log, self.prefix = log, prefix
+        self.consumed = 0
+        self.tail: deque[str] = deque(maxlen=KEEP_LINES)
+        self._partial = ""
+
+    def feed(self, chunk: str) -> None:
+        """Relay the complete lines of a new ``chunk``; keep an unfinished last line."""
+        self.consumed += len(chunk)
+        *lines, self._partial = (self._partial + chunk).split("\n")
+        for line in lines:
+            self._relay(line)
+
+    def feed_whole(self, log_text: str) -> None:
+        """Relay what is new in ``log_text``, the whole log read again."""
+        if len(log_text) > self.consumed:
+            self.feed(log_text[self.consumed :])
+
+    def flush(self) -> None:
+        """Relay an unfinished last line (the job ended)."""
+        if self._partial:
+            line, self._partial = self._partial, ""
+            self._relay(line)
+
+    def _relay(self, line: str) -> None:
+        line = line.rstrip("\r")
+        self.tail.append(line)
+        relay_line(self.log, self.prefix, line)
+
+
+async def astream_job_logs(api: JobsApi, job_id: str) -> AsyncIterator[str]:
+    """The job's log as Ray streams it (from its start), until Ray closes the stream."""
+    import aiohttp
+
+    verify = api.ssl_context()  # False only when asked for; a context otherwise
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=api.timeout)
+    async with (
+        aiohttp.ClientSession(headers=api.headers(), timeout=timeout) as session,
+        session.ws_connect(
+            f"{api.address.rstrip('/')}/api/jobs/{job_id}/logs/tail",
+            ssl=verify,
+            heartbeat=30.0,
+        ) as ws,
+    ):
+        async for msg in ws:
+            if msg.type == aiohttp.WSMsgType.TEXT:
+                yield str(msg.data)
+            elif msg.type == aiohttp.WSMsgType.ERROR:
+                raise ConnectionError(f"the log stream of job {job_id} broke: {ws.exception()}")
+
+
+class LogFollower:
+    """Streams a job's log on a daemon thread into a queue the poll loop drains, so
+    the task log is written from the task's own thread.
+
+    ``failed`` says the stream could not be used (then read the whole log by offset);
+    ``ended`` that Ray closed it (the job ended and its log was read to the end).
+    """
+
+    def __init__(self, api_factory: Callable[[], JobsApi], job_id: str) -> None:
+        self._api_factory, self.job_id = api_factory, job_id
+        self._chunks: queue.Queue[str] = queue.Queue()
+        self.failed: BaseException | None = None
+        self.received = 0
+        self._done = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"rayorch-log-{job_id}", daemon=True)
+
+    def start(self) -> LogFollower:
+        self._thread.start()
+        return self
+
+    @property
+    def ended(self) -> bool:
+        return self._done.is_set() and self.failed is None
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._follow())
+        except BaseException as exc:  # the relay falls back to offset reads
+            self.failed = exc
+        finally:
+            self._done.set()
+
+    async def _follow(self) -> None:
+        api = self._api_factory()
+        async for chunk in astream_job_logs(api, self.job_id):
+            self.received += len(chunk)
+            self._chunks.put(chunk)
+            if self._stop.is_set():
+                return
+
+    def drain(self) -> str:
+        """What arrived since the last drain."""
+        parts = []
+        while True:
+            try:
+                parts.append(self._chunks.get_nowait())
+            except queue.Empty:
+                return "".join(parts)
+
+    def wait_closed(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for Ray to close the stream (the end of the log)."""
+        return self._done.wait(timeout)
+
+    def stop(self) -> None:
+        """Stop after the next chunk (the thread is a daemon: it never blocks exit)."""
+        self._stop.set()

@@ -1,0 +1,185 @@
+"""The operator's wait for its Ray job: the one job watch in a worker, the job's log
+relayed to the task log as it grows, and the task's error when the job did not
+complete the run (the driver's error line, else its exit code, else Ray's word)."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_rayorch.common.driver_exit import driver_exit_error, error_from, exit_code
+from airflow_provider_rayorch.common.job_watch import JobObservation, JobWatch
+from airflow_provider_rayorch.common.log_relay import LineRelay, LogFollower
+from airflow_provider_rayorch.common.states import JobStatus
+from airflow_provider_rayorch.exceptions import (
+    RayOrchClusterError,
+    RayOrchJobFailed,
+    RayOrchPipelineNotImportable,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from airflow.sdk import Context
+
+__all__ = ["JobWaiting"]
+
+#: After the job ended, how long Ray may take to close its log stream (it reads the
+#: log to its end first, polling every second).
+STREAM_CLOSE_WAIT_S = 10.0
+
+
+class JobWaiting:
+    """Mixed into the operator: needs ``poll_hook``, ``_store``, ``_run_id``,
+    ``_retrying``, ``_record_job_state``, ``poll_interval`` and ``log``."""
+
+    poll_hook: Any
+    poll_interval: float
+    log: Any
+    _store: Any
+    _run_id: Any
+    _retrying: Any
+    _record_job_state: Any
+
+    def _poll(self, job_id: str, context: Context) -> JobObservation:
+        """Wait for the job to end, relaying its log; raise when it did not complete."""
+        store, run_id = self._store(), self._run_id(context)
+        hook = self.poll_hook
+        watch = JobWatch(
+            store=store,
+            run_id=run_id,
+            job_id=job_id,
+            read_job=lambda: hook.get_job_info(job_id),
+            interval=self.poll_interval,
+            log=self.log,
+            count_commits=True,
+        )
+        relay = LineRelay(self.log, "[ray job]")
+        follower = LogFollower(lambda: hook.api, job_id).start()
+        seen: int | None = -1
+        try:
+            while True:
+                seen_now = watch.look()
+                if seen_now.committed != seen:
+                    seen = seen_now.committed
+                    self.log.info(
+                        "Job %s %s: %d microbatch(es) committed", job_id, seen_now.status, seen
+                    )
+                self._relay(relay, follower, job_id, ended=False)
+                if seen_now.ended:
+                    break
+                time.sleep(self.poll_interval)
+            complete = self._relay(relay, follower, job_id, ended=True)
+        finally:
+            follower.stop()
+        relay.flush()
+        obs = seen_now
+        if not obs.succeeded and obs.status is not JobStatus.SUCCEEDED:
+            logs = "\n".join(relay.tail) if complete else self._last_log(job_id)
+            status = str(obs.status)
+            raise self._job_error(
+                job_id, status, obs.message, logs, run_id=run_id, exit_code=_exit_of(watch)
+            )
+        return obs
+
+    def _relay(self, relay: LineRelay, follower: LogFollower, job_id: str, *, ended: bool) -> bool:
+        """Relay what is new; returns whether the relayed log is complete (only
+        meaningful once the job ended). The stream's chunks when it works, else the
+        whole log read again and relayed from the last offset."""
+        if ended and follower.failed is None:
+            follower.wait_closed(max(STREAM_CLOSE_WAIT_S, 2 * self.poll_interval))
+        relay.feed(follower.drain())
+        if follower.failed is None and (follower.ended or not ended):
+            return follower.ended
+        try:
+            relay.feed_whole(self.poll_hook.get_job_logs(job_id))
+        except RayOrchClusterError as exc:  # the relay is best effort; the verdict is not
+            self.log.debug("reading the log of job %s failed: %s", job_id, exc)
+            return False
+        return True
+
+    def _last_log(self, job_id: str) -> str:
+        """The log of a job that failed, read with retries: its ``RAYORCH_ERROR`` line
+        tells a compile or import error (no task retry) from a failed run. Unreadable:
+        ``""``, and the verdict comes from Ray's job info (exit code, log tail)."""
+        try:
+            return str(
+                self._retrying(
+                    lambda: self.poll_hook.get_job_logs(job_id), f"reading the log of job {job_id}"
+                )
+            )
+        except RayOrchClusterError as exc:
+            self.log.warning(
+                "cannot read the log of job %s (%s): judging it by Ray's job info", job_id, exc
+            )
+            return ""
+
+    def _job_error(
+        self,
+        job_id: str,
+        status: str,
+        message: str,
+        logs: str,
+        *,
+        run_id: str | None = None,
+        exit_code: int | None = None,
+    ) -> Exception:
+        """The task's error for a job that ended without success: the driver's
+        ``RAYORCH_ERROR`` line (in the log, or in the log tail Ray keeps in ``message``),
+        else the driver's exit code from Ray's job info, else ``RayOrchJobFailed``."""
+        ended = _ended_status(status)
+        if (
+            ended is not None
+            and run_id is not None
+            and self._store().read_run_manifest(run_id) is None
+        ):
+            self._record_job_state(run_id, ended, f"Ray job {job_id} ended {status}: {message}")
+        error = error_from(logs, message)
+        if error is not None:
+            return error
+        if exit_code:  # a driver that died before its error line (or a lost log)
+            return driver_exit_error(exit_code, f"Ray job {job_id} ended {status}: {message}")
+        if "No module named 'airflow_provider_rayorch'" in f"{message}\n{logs}":
+            return RayOrchPipelineNotImportable(
+                f"Ray job {job_id}: the cluster's Python cannot import airflow_provider_rayorch; "
+                "install airflow-provider-rayorch in the cluster image (or add it to the "
+                "connection's runtime_env `pip`)."
+            )
+        return RayOrchJobFailed(f"Ray job {job_id} ended {status}: {message}")
+
+    def _deferred_job_error(self, event: Mapping[str, Any], context: Context) -> Exception:
+        """The error for a trigger event that is not a success."""
+        job_id = str(event.get("job_id"))
+        try:  # the exit code is in the job info only
+            info = self._retrying(
+                lambda: self.poll_hook.get_job_info(job_id), f"reading job {job_id}"
+            )
+        except RayOrchClusterError as exc:
+            self.log.warning("cannot read job %s (%s)", job_id, exc)
+            info = None
+        return self._job_error(
+            job_id,
+            str(event.get("job_status")),
+            str(event.get("message")),
+            self._last_log(job_id),
+            run_id=self._run_id(context),
+            exit_code=exit_code(info),
+        )
+
+
+def _exit_of(watch: JobWatch) -> int | None:
+    """The driver's exit code, from the job info the watch read last."""
+    read = watch.last_read
+    return exit_code(read) if isinstance(read, dict) else None
+
+
+def _ended_status(status: str) -> JobStatus | None:
+    """What to record for a job that ended without a run manifest (None: its status is
+    not known, for example after the retry budget ran out: record nothing)."""
+    try:
+        parsed = JobStatus.parse(status)
+    except ValueError:
+        return None
+    if parsed.is_active:
+        return None
+    return JobStatus.FAILED if parsed is JobStatus.SUCCEEDED else parsed
