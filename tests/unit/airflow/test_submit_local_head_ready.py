@@ -9,13 +9,12 @@ must not return before the agent's health check answers.
 
 from __future__ import annotations
 
-import json
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from submit_fakes import JsonHandler, start, stop
 
 from airflow_provider_rayorch.operators import local_head
 
@@ -23,22 +22,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def _server(handler: type[BaseHTTPRequestHandler], port: int = 0) -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
-def _answer(handler: BaseHTTPRequestHandler, code: int, body: Any) -> None:
-    data = json.dumps(body).encode()
-    handler.send_response(code)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(data)))
-    handler.end_headers()
-    handler.wfile.write(data)
 
 
 class FakeHead:
@@ -50,28 +33,22 @@ class FakeHead:
         self.agent: ThreadingHTTPServer | None = None
         head = self
 
-        class Agent(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
+        class Agent(JsonHandler):
             def do_GET(self) -> None:
                 head.agent_asked += 1
-                _answer(self, 200 if self.path == "/api/healthz" else 404, "raylet: success")
+                self.answer(200 if self.path == "/api/healthz" else 404, "raylet: success")
 
-        class Dashboard(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
+        class Dashboard(JsonHandler):
             def do_GET(self) -> None:
                 if self.path == "/api/version":
                     head.version_probes += 1
                     if head.version_probes == agent_after:  # the agent comes up late
-                        head.agent = _server(Agent, head.agent_port)
-                    _answer(self, 200, {"ray_version": "2.60.0"})
+                        head.agent = start(Agent, head.agent_port)
+                    self.answer(200, {"ray_version": "2.60.0"})
                 else:
-                    _answer(self, 200, [])
+                    self.answer(200, [])
 
-        self.dashboard = _server(Dashboard)
+        self.dashboard = start(Dashboard)
         # a port for the agent, free until the agent binds it
         probe = ThreadingHTTPServer(("127.0.0.1", 0), Agent)
         self.agent_port = probe.server_address[1]
@@ -87,10 +64,8 @@ class FakeHead:
             yield 3
 
     def close(self) -> None:
-        for server in (self.dashboard, self.agent):
-            if server is not None:
-                server.shutdown()
-                server.server_close()
+        stop(self.dashboard)
+        stop(self.agent)
 
 
 class FakeRayStart:

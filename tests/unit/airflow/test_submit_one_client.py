@@ -5,13 +5,11 @@ new client and SSL context, and a new connection with them."""
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 
 import httpx
 import pytest
+from submit_fakes import JsonHandler, serving
 
 from airflow_provider_rayorch.hooks import jobs_api
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
@@ -28,30 +26,13 @@ def api(monkeypatch) -> Iterator[tuple[str, list[int]]]:
     monkeypatch.delenv("AIRFLOW_CONN_RAYORCH_DEFAULT", raising=False)
     peers: list[int] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive, as Ray's dashboard
-
-        def log_message(self, *args: object) -> None:
-            pass
-
+    class Handler(JsonHandler):
         def do_GET(self) -> None:
             peers.append(self.client_address[1])
-            data = json.dumps({"ray_version": "2.60.0", "status": "RUNNING"}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self.answer(200, {"ray_version": "2.60.0", "status": "RUNNING"})
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", peers
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as address:
+        yield address, peers
 
 
 @pytest.fixture

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from unittest import mock
 
 import pytest
+from submit_fakes import JsonHandler, start, stop
 
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
@@ -66,37 +66,24 @@ class FakeJobsApi:
         self.lock = threading.Lock()
         api = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _send(self, code: int, body: Any) -> None:
-                data = (body if isinstance(body, str) else json.dumps(body)).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_GET(self) -> None:
                 path = self.path.rstrip("/")
                 if path == "/api/version":
-                    self._send(200, {"ray_version": "2.60.0"})
+                    self.answer(200, {"ray_version": "2.60.0"})
                 elif path == "/api/jobs":
-                    self._send(200, list(api.jobs.values()))
+                    self.answer(200, list(api.jobs.values()))
                 elif path.endswith("/logs"):
-                    self._send(200, {"logs": ""})
+                    self.answer(200, {"logs": ""})
                 elif api.first_post == "accepted-then-disconnect" and not api.gets_failed:
                     api.gets_failed = True  # the check after the dropped POST fails too
-                    self._send(503, "upstream connect error")
+                    self.answer(503, "upstream connect error")
                 else:
                     job = api.jobs.get(path.rsplit("/", 1)[-1])
                     if job is None:
-                        self._send(404, f"Job {path} does not exist")
+                        self.answer(404, f"Job {path} does not exist")
                     else:
-                        self._send(200, job)
+                        self.answer(200, job)
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -109,15 +96,15 @@ class FakeJobsApi:
                     self.connection.shutdown(2)  # no answer at all
                     return
                 if verdict == "500":
-                    self._send(500, NO_AGENT)
+                    self.answer(500, NO_AGENT)
                     return
                 if verdict == "stall-not-accepted":
                     api.release.wait(30)
-                    self._send(500, NO_AGENT)
+                    self.answer(500, NO_AGENT)
                     return
                 sid = str(body["submission_id"])
                 if sid in api.jobs:  # Ray refuses to reuse a submission id
-                    self._send(500, _duplicate_answer(sid))
+                    self.answer(500, _duplicate_answer(sid))
                     return
                 api.accept(sid, body)
                 if verdict == "stall-accepted":
@@ -126,13 +113,10 @@ class FakeJobsApi:
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return
-                self._send(200, {"submission_id": sid, "job_id": None})
+                self.answer(200, {"submission_id": sid, "job_id": None})
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = start(Handler)
         self.address = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
 
     def accept(self, sid: str, body: dict[str, Any]) -> None:
         """Run the job: the driver in-process against the run store, then SUCCEEDED."""
@@ -147,9 +131,7 @@ class FakeJobsApi:
 
     def close(self) -> None:
         self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
+        stop(self.server)
 
 
 def _context() -> dict[str, Any]:

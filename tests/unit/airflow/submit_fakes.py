@@ -1,0 +1,55 @@
+"""Loopback HTTP servers for the submit tests: a JSON answer and a served handler."""
+
+from __future__ import annotations
+
+import json
+import threading
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """Keep-alive (as Ray's dashboard), quiet, with :meth:`answer`."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def answer(self, code: int, body: Any) -> None:
+        """``body`` as JSON (a ``str`` as it is) with status ``code``."""
+        data = (body if isinstance(body, str) else json.dumps(body)).encode()
+        self.send_response(code)
+        headers = {"Content-Type": "application/json", "Content-Length": str(len(data))}
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def start(handler: type[BaseHTTPRequestHandler], port: int = 0) -> ThreadingHTTPServer:
+    """``handler`` served on 127.0.0.1 (``port`` 0: a free one) by a daemon thread."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def stop(server: ThreadingHTTPServer | None) -> None:
+    if server is not None:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """The address of ``handler`` served for the ``with`` block."""
+    server = start(handler)
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        stop(server)
