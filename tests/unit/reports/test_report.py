@@ -270,3 +270,32 @@ def test_reports_import_neither_airflow_nor_ray() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        pytest.param("{half", "does not parse", id="not-json"),
+        pytest.param('{"version": 2, "run_id": "r", "written_at": "t"}', "version", id="version"),
+        pytest.param(
+            '{"version": 1, "run_id": "r", "written_at": "t", "timeline": {"plot": "x", '
+            '"label": "l", "width": 1, "height": 1, "shapes": [{"kind": "rect", "x": 0, '
+            '"y": 0, "w": 1, "h": 1, "fill": "red;background:url(x)"}]}}',
+            "fill",
+            id="not-a-colour",
+        ),
+    ],
+)
+def test_damaged_report_data_is_named_and_the_store_still_shows(
+    run_store, tmp_path, content: str, says: str
+) -> None:
+    from airflow_provider_rayorch.reports import ReportDataError, read_report_data
+
+    (tmp_path / "runs" / RUN / "report.json").write_text(content)
+    with pytest.raises(ReportDataError, match=says) as raised:
+        read_report_data(run_store, RUN)
+    assert "report.json" in str(raised.value)
+    html = render_run_report(run_store, RUN)
+    assert "report.json does not parse" in html
+    assert 'data-state="success"' in html
+    assert len(parse(html).rows["sources-table"]) == 11
