@@ -61,8 +61,13 @@ __all__ = [
 
 
 def _rebuild(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
-    """Unpickle an error: its ``args`` and attributes, ``__init__`` not called again."""
-    exc = BaseException.__new__(cls, *args)
+    """Unpickle an error: its ``args`` and attributes, ``__init__`` not called again.
+
+    The instance is made by its built-in base's ``__new__`` (``OSError``'s for an
+    ``OSError``), never by a ``__new__`` of the package that picks a class from
+    arguments (``RayOrchClusterError``)."""
+    new = next(base.__new__ for base in cls.__mro__ if base.__module__ == "builtins")
+    exc = new(cls, *args)
     exc.__dict__.update(state)
     return exc
 
