@@ -223,6 +223,7 @@ def test_a_run_on_s3_is_killed_resumes_is_repaired_and_reported(
     assert page.status_code == 200, page.text[:2000]
     assert "RayOrch run report" in page.text
     assert rid in page.text
+    assert "Repairs and attempts" in page.text  # the repair on S3 is in the report
     assert_no_secret(
         {"S3 secret key": s3_server.secret_key},
         task_logs=all_task_logs(rest, DAG_ID, run_id),
