@@ -247,7 +247,9 @@ class RayLocalHeadStartOperator(BaseOperator):
     The head (and so every job on it) gets this worker's ``sys.path`` as PYTHONPATH,
     so whatever the worker can import (the DAGs folder's modules, for instance) the
     jobs can import too. It runs in token mode with a token file of its own
-    (``token_path`` in its info; the token itself is never in XCom).
+    (``token_path`` in its info; the token itself is never in XCom). The task ends
+    when the head takes jobs (its job agent is up, not only its dashboard), within
+    ``startup_timeout`` seconds: give a busy machine more.
     """
 
     def __init__(
