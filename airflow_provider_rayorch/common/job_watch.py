@@ -54,8 +54,9 @@ class JobObservation:
 
     :ivar status: the job's status (None: no job to watch).
     :ivar committed: microbatches committed so far (None: not counted).
-    :ivar manifest: the awaited manifest; a run's carries its ``job_status``.
+    :ivar manifest: the awaited manifest as read; a run's carries its ``job_status``.
     :ivar ended: nothing more to wait for.
+    :ivar succeeded: ended, and the awaited work is done (see the module's rule).
     :ivar message: Ray's word on the job (why it ended), ``""`` if none.
     """
 
@@ -63,12 +64,8 @@ class JobObservation:
     committed: int | None
     manifest: dict[str, Any] | None
     ended: bool
+    succeeded: bool = False
     message: str = ""
-
-    @property
-    def succeeded(self) -> bool:
-        """Ended with the awaited manifest (see the module's rule)."""
-        return self.ended and self.manifest is not None
 
 
 def job_reading(raw: JobRead, job_id: str) -> tuple[JobStatus, str]:
@@ -92,13 +89,13 @@ def observe(
     if microbatch:
         done = facts.manifest is not None
         ended = done or (status is not None and status.is_terminal)
-        manifest = dict(facts.manifest) if facts.manifest is not None else None
-        return JobObservation(status, committed, manifest, ended, "" if done else message)
+        manifest = dict(facts.manifest) if done else None
+        return JobObservation(status, committed, manifest, ended, done, "" if done else message)
     if status is None or status.is_active:
-        return JobObservation(status, committed, None, False, message)
-    if status in (JobStatus.SUCCEEDED, JobStatus.MISSING) and facts.manifest is not None:
-        return JobObservation(status, committed, with_job_status(facts.manifest), True, message)
-    return JobObservation(status, committed, None, True, message)
+        return JobObservation(status, committed, None, False, False, message)
+    manifest = with_job_status(facts.manifest) if facts.manifest is not None else None
+    ok = manifest is not None and status in (JobStatus.SUCCEEDED, JobStatus.MISSING)
+    return JobObservation(status, committed, manifest, True, ok, message)
 
 
 @dataclass

@@ -24,7 +24,7 @@ from airflow_provider_rayorch.common.states import (
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.lineage.parent import with_parent_run
 from airflow_provider_rayorch.operators import _common
-from airflow_provider_rayorch.operators.embedded import DRIVER_MODULE
+from airflow_provider_rayorch.operators._embedded import DRIVER_MODULE
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

@@ -28,7 +28,7 @@ from airflow_provider_rayorch.links.report import RayOrchReportLink
 from airflow_provider_rayorch.operators import _common
 from airflow_provider_rayorch.operators._job_wait import JobWaiting
 from airflow_provider_rayorch.operators._submit import JobSubmitting
-from airflow_provider_rayorch.operators.embedded import (  # re-exported: older import paths
+from airflow_provider_rayorch.operators._embedded import (  # re-exported: older import paths
     DRIVER_MODULE,
     EMBEDDED_RAY_START_RETRIES,
     RAY_START_TIMED_OUT,
@@ -327,7 +327,7 @@ class RayOrchOperator(JobSubmitting, JobWaiting, ResumableJobMixin, BaseOperator
         return bool(bad)
 
     def _run_embedded(self, plan: PlanRecord) -> None:
-        """Run the driver as a child process with a local Ray (operators/embedded.py)."""
+        """Run the driver as a child process with a local Ray (operators/_embedded.py)."""
         self._embedded.driver_module = DRIVER_MODULE
         self._embedded.run(
             self._store().uri,

@@ -13,14 +13,10 @@ import shlex
 import time
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_rayorch.common.driver_exit import error_from
 from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.states import JobStatus
-from airflow_provider_rayorch.exceptions import (
-    RayOrchCompileFailed,
-    RayOrchJobFailed,
-    RayOrchPipelineNotImportable,
-    RayOrchPlanChanged,
-)
+from airflow_provider_rayorch.exceptions import RayOrchJobFailed, RayOrchPlanChanged
 from airflow_provider_rayorch.runs.attempts import (
     REPAIR_ACTIVE,
     read_repairs,
@@ -37,30 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["DRIVER_MODULE", "MicrobatchRepair", "repairs_pending"]
 
 DRIVER_MODULE = "airflow_provider_rayorch.job"
-
-
-def _driver_error(code: int, message: str) -> Exception:
-    from airflow_provider_rayorch.runs import driver
-
-    kinds: dict[int, type[Exception]] = {
-        driver.EXIT_IMPORT: RayOrchPipelineNotImportable,
-        driver.EXIT_COMPILE: RayOrchCompileFailed,
-        driver.EXIT_PLAN_CHANGED: RayOrchPlanChanged,
-    }
-    return kinds.get(code, RayOrchJobFailed)(message)
-
-
-def _error_line(text: str) -> dict[str, Any] | None:
-    import json
-
-    for line in reversed(text.splitlines()):
-        _, marker, payload = line.partition("RAYORCH_ERROR ")
-        if marker:
-            try:
-                return dict(json.loads(payload))
-            except ValueError:
-                return {"message": payload}
-    return None
 
 
 class MicrobatchRepair:
@@ -170,9 +142,9 @@ class MicrobatchRepair:
             logs = self.hook.get_job_logs(job_id)
         except Exception:
             logs = ""
-        error = _error_line(logs)
-        if error is not None and "exit_code" in error:
-            return _driver_error(int(error["exit_code"]), str(error.get("message")))
+        error = error_from(logs)
+        if error is not None:
+            return error
         return RayOrchJobFailed(
             f"repair job {job_id} of microbatch {self.index} ended {status} without committing "
             "a new attempt; see the job's log"

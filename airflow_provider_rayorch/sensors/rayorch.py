@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
-from airflow_provider_rayorch.common.liveness import record_ended_without_manifest, record_running
+from airflow_provider_rayorch.common.job_watch import JobObservation, JobWatch
+from airflow_provider_rayorch.common.liveness import record_ended_without_manifest
 from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.ratio import judge_summary
 from airflow_provider_rayorch.common.repair import RepairMode, should_repair
@@ -136,11 +137,21 @@ class _RunStoreSensor(BaseSensorOperator):
         )
         return JobStatus.parse(status)
 
-    def _note_running(self, job_id: str, status: JobStatus) -> None:
-        """While the run's job runs, say so in the run store (throttled): a long
-        microbatch without a commit must not read ``unknown``."""
-        if status is JobStatus.RUNNING:
-            record_running(self._store(), self.run_id, job_id, log=self.log)
+    def _look(self, index: int | None = None) -> JobObservation:
+        """One look of the job watch at the run (or microbatch ``index``) and its job;
+        a RUNNING job is recorded in the run store (a long microbatch without a commit
+        must not read ``unknown``)."""
+        job_id = self._job
+        hook = self.hook
+        return JobWatch(
+            store=self._store(),
+            run_id=self.run_id,
+            job_id=job_id,
+            read_job=None if job_id is None else (lambda: hook.get_job_status(job_id)),
+            interval=float(self.poke_interval),
+            log=self.log,
+            index=index,
+        ).look()
 
     def _job_message(self, job_id: str) -> str:
         """Ray's message about an ended job (best effort: it only explains)."""
@@ -286,25 +297,18 @@ class RayOrchMicrobatchSensor(MicrobatchLineage, _RunStoreSensor):
         )
 
     def poke(self, context: Context) -> PokeReturnValue:
-        store = self._store()
-        manifest = store.read_manifest(self.run_id, self.index)
-        job_id = self._job
-        if manifest is None and job_id is None and self.job_id is not None:
+        seen = self._look(self.index)
+        if seen.manifest is None and self._job is None and self.job_id is not None:
             raise self._not_submitted()
-        if manifest is None and job_id is not None:
-            status = self._job_status(job_id)
-            self._note_running(job_id, status)
-            if status.is_terminal:
-                manifest = store.read_manifest(self.run_id, self.index)
-                if manifest is None:
-                    raise RayOrchJobFailed(
-                        f"Ray job {job_id} ended {status} before microbatch {self.index} "
-                        f"of run {self.run_id} committed"
-                    )
-        if manifest is None:
+        if not seen.ended:
             return PokeReturnValue(is_done=False)
+        if seen.manifest is None:
+            raise RayOrchJobFailed(
+                f"Ray job {self._job} ended {seen.status} before microbatch {self.index} "
+                f"of run {self.run_id} committed"
+            )
         return PokeReturnValue(
-            is_done=True, xcom_value=judge(manifest, self.max_failed_ratio, context)
+            is_done=True, xcom_value=judge(seen.manifest, self.max_failed_ratio, context)
         )
 
     def execute_complete(
@@ -374,11 +378,17 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
             if self._summary() is None and self.job_id is not None:
                 raise self._not_submitted()
             return True
-        status = self._job_status(job_id)
-        self._note_running(job_id, status)
-        if status.is_terminal and self._summary() is None:
-            raise self._ended_without_manifest(job_id, status.value, self._job_message(job_id))
-        return status.is_terminal
+        seen = self._look()
+        if seen.ended and not seen.succeeded:
+            status = str(seen.status)
+            if seen.manifest is None:
+                raise self._ended_without_manifest(job_id, status, self._job_message(job_id))
+            raise RayOrchJobFailed(
+                f"Ray job {job_id} ended {status} after writing the run manifest of run "
+                f"{self.run_id}: {self._job_message(job_id)}. See the job's driver log (the "
+                "task's Ray job link), fix the cause, then clear the task"
+            )
+        return seen.ended
 
     def execute(self, context: Context) -> Any:
         if _real_job_id(self.run_id) is None:  # a sources glob that matched nothing

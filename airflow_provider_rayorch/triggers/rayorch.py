@@ -4,7 +4,9 @@ Both only use async I/O in ``run()``: the Jobs API through the hook's one reques
 path (httpx, awaited) and the run store through ``asyncio.to_thread``. Status reads
 retry transient errors within the provider's one budget
 (:mod:`airflow_provider_rayorch.common.polling`). Job logs are tailed separately from
-the status poll, since the end of a log stream is not the end of a job.
+the status poll, since the end of a log stream is not the end of a job: through the
+Jobs API's log stream, each byte once (:mod:`..common.log_relay`), else by offset.
+Both wait through the one job watch (:mod:`..common.job_watch`).
 
 With ``end_from_trigger`` (the sensors' default) both judge the outcome with the
 sensor's ``max_failed_ratio`` and end its task themselves, in the triggerer
@@ -21,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_rayorch.common.liveness import record_ended_without_manifest, record_running
-from airflow_provider_rayorch.common.polling import RETRY_BUDGET, acall_with_retries
-from airflow_provider_rayorch.common.progress import relay_line
+from airflow_provider_rayorch.common.job_watch import JobObservation, JobWatch
+from airflow_provider_rayorch.common.liveness import record_ended_without_manifest
+from airflow_provider_rayorch.common.log_relay import LineRelay, astream_job_logs
+from airflow_provider_rayorch.common.polling import RETRY_BUDGET
 from airflow_provider_rayorch.common.states import JobStatus, with_job_status
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
@@ -108,11 +111,23 @@ class RayOrchJobTrigger(BaseTrigger):
         return RayOrchHook(self.rayorch_conn_id, address=self.address, answered_before=True)
 
     async def _tail(self, hook: RayOrchHook) -> None:
+        relay = LineRelay(self.log, f"[ray job {self.job_id}]")
         try:
+            try:
+                async for chunk in astream_job_logs(await hook.aapi(), self.job_id):
+                    relay.feed(chunk)
+                relay.flush()
+                return
+            except Exception as exc:  # no stream (an old Ray, a proxy): by offset instead
+                self.log.debug("no log stream for %s (%s): reading it by offset", self.job_id, exc)
+            skip = relay.consumed  # the whole log comes again: relay only what is new
             async for chunk in hook.atail_job_logs(self.job_id):
-                for line in chunk.splitlines():
-                    relay_line(self.log, f"[ray job {self.job_id}]", line)
+                cut = min(skip, len(chunk))
+                skip -= cut
+                relay.feed(chunk[cut:])
+            relay.flush()
         except asyncio.CancelledError:
+            relay.flush()
             raise
         except Exception as exc:  # logs are best effort; the status poll decides
             self.log.info("log tail of %s ended: %s", self.job_id, exc)
@@ -121,40 +136,37 @@ class RayOrchJobTrigger(BaseTrigger):
         hook = self._hook()
         store = await hook.arun_store(self.run_store)  # with the connection's options
         tail = asyncio.create_task(self._tail(hook)) if self.tail_logs else None
-        seen = -1
+        watch = JobWatch(
+            store=store,
+            run_id=self.run_id,
+            job_id=self.job_id,
+            read_job=lambda: hook.aget_job_info(self.job_id),
+            interval=self.poll_interval,
+            log=self.log,
+            count_commits=True,
+        )
+        seen: int | None = -1
         try:
             while True:
                 try:
-                    info = await acall_with_retries(
-                        lambda: hook.aget_job_info(self.job_id),
-                        what=f"reading Ray job {self.job_id}",
-                        interval=self.poll_interval,
-                        log=self.log,
-                    )
+                    obs = await watch.alook()
                 except RayOrchClusterError as exc:
-                    if self.end_from_trigger:
-                        yield await self._run_end(store, "UNKNOWN", str(exc))
+                    if self.end_from_trigger:  # judged by the run store alone
+                        yield await self._run_end(store, await self._unknown(store, exc))
                     else:
                         yield TriggerEvent(self._event("error", "UNKNOWN", str(exc)))
                     return
-                committed = await asyncio.to_thread(store.committed, self.run_id)
-                if len(committed) != seen:
-                    seen = len(committed)
+                if obs.committed != seen:
+                    seen = obs.committed
                     self.log.info("run %s: %d microbatch(es) committed", self.run_id, seen)
-                status = JobStatus.MISSING if info is None else JobStatus.parse(info.get("status"))
-                if status is JobStatus.RUNNING:
-                    await asyncio.to_thread(
-                        record_running, store, self.run_id, self.job_id, log=self.log
-                    )
-                if status.is_terminal:
-                    message = "" if info is None else str(info.get("message") or "")
-                    if info is None:
-                        message = f"the cluster does not know job {self.job_id}"
+                if obs.ended:
                     if self.end_from_trigger:
-                        yield await self._run_end(store, status.value, message)
+                        yield await self._run_end(store, obs)
                         return
-                    state = "success" if status is JobStatus.SUCCEEDED else "error"
-                    yield TriggerEvent(self._event(state, status.value, message))
+                    ok = obs.succeeded or obs.status is JobStatus.SUCCEEDED
+                    yield TriggerEvent(
+                        self._event("success" if ok else "error", str(obs.status), obs.message)
+                    )
                     return
                 await asyncio.sleep(self.poll_interval)
         finally:
@@ -163,28 +175,40 @@ class RayOrchJobTrigger(BaseTrigger):
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await tail
 
-    async def _run_end(self, store: Any, job_status: str, message: str) -> TriggerEvent:
+    async def _unknown(self, store: Any, exc: Exception) -> JobObservation:
+        """The observation when the job cannot be read (the retry budget ran out)."""
+        manifest = await asyncio.to_thread(store.read_run_manifest, self.run_id)
+        found = None if manifest is None else with_job_status(manifest)
+        return JobObservation(None, None, found, True, found is not None, str(exc))
+
+    async def _run_end(self, store: Any, obs: JobObservation) -> TriggerEvent:
         """End the run sensor's task: judge the run manifest, or fail without one (and
         record how the job ended, for the UI)."""
-        summary = await asyncio.to_thread(store.read_run_manifest, self.run_id)
-        if summary is None:
-            error = await asyncio.to_thread(
-                record_ended_without_manifest,
-                store,
-                self.run_id,
-                self.job_id,
-                job_status,
-                message,
+        if obs.succeeded and obs.manifest is not None:
+            return await judged_end(
+                self.task_instance,
+                obs.manifest,
+                self.max_failed_ratio,
+                what=f"run {self.run_id}",
                 log=self.log,
             )
-            return failed_end(error, log=self.log)
-        return await judged_end(
-            self.task_instance,
-            with_job_status(summary),
-            self.max_failed_ratio,
-            what=f"run {self.run_id}",
+        if obs.manifest is not None:
+            return failed_end(
+                f"Ray job {self.job_id} ended {obs.status or 'UNKNOWN'} after writing the run "
+                f"manifest of run {self.run_id}: {obs.message}. See the job's driver log (the "
+                "task's Ray job link), fix the cause, then clear the task",
+                log=self.log,
+            )
+        error = await asyncio.to_thread(
+            record_ended_without_manifest,
+            store,
+            self.run_id,
+            self.job_id,
+            str(obs.status or "UNKNOWN"),
+            obs.message,
             log=self.log,
         )
+        return failed_end(error, log=self.log)
 
     def _event(self, status: str, job_status: str, message: str) -> dict[str, Any]:
         return {
@@ -269,47 +293,32 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
             return TriggerEvent({"status": "error", "index": self.index, "message": message})
         return failed_end(message, log=self.log)
 
-    async def _status(self, hook: RayOrchHook, job_id: str) -> JobStatus:
-        status = await acall_with_retries(
-            lambda: hook.aget_job_status(job_id),
-            what=f"reading Ray job {job_id}",
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        hook = RayOrchHook(self.rayorch_conn_id, address=self.address, answered_before=True)
+        store = await hook.arun_store(self.run_store)  # with the connection's run_store_options
+        job_id = self.job_id
+        watch = JobWatch(
+            store=store,
+            run_id=self.run_id,
+            job_id=job_id,
+            read_job=None if job_id is None else (lambda: hook.aget_job_status(job_id)),
             interval=self.poll_interval,
             log=self.log,
-        )
-        return JobStatus.parse(status)
-
-    async def run(self) -> AsyncIterator[TriggerEvent]:
-        store = await RayOrchHook(
-            self.rayorch_conn_id, address=self.address, answered_before=True
-        ).arun_store(self.run_store)  # with the connection's run_store_options
-        hook = (
-            RayOrchHook(self.rayorch_conn_id, address=self.address, answered_before=True)
-            if self.job_id
-            else None
+            index=self.index,
         )
         while True:
-            manifest = await asyncio.to_thread(store.read_manifest, self.run_id, self.index)
-            if manifest is not None:
-                yield await self._committed(manifest)
+            try:
+                obs = await watch.alook()
+            except RayOrchClusterError as exc:
+                yield self._not_committed(str(exc))
                 return
-            if hook is not None and self.job_id is not None:
-                try:
-                    status = await self._status(hook, self.job_id)
-                except RayOrchClusterError as exc:
-                    yield self._not_committed(str(exc))
-                    return
-                if status is JobStatus.RUNNING:
-                    await asyncio.to_thread(
-                        record_running, store, self.run_id, self.job_id, log=self.log
+            if obs.ended:
+                if obs.manifest is not None:
+                    yield await self._committed(obs.manifest)
+                else:
+                    yield self._not_committed(
+                        f"Ray job {self.job_id} ended {obs.status} before microbatch "
+                        f"{self.index} of run {self.run_id} committed"
                     )
-                if status.is_terminal:
-                    manifest = await asyncio.to_thread(store.read_manifest, self.run_id, self.index)
-                    if manifest is not None:
-                        yield await self._committed(manifest)
-                    else:
-                        yield self._not_committed(
-                            f"Ray job {self.job_id} ended {status} before microbatch "
-                            f"{self.index} of run {self.run_id} committed"
-                        )
-                    return
+                return
             await asyncio.sleep(self.poll_interval)

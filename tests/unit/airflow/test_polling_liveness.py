@@ -15,7 +15,7 @@ from unittest import mock
 
 import pytest
 
-from airflow_provider_rayorch.common import polling
+from airflow_provider_rayorch.common import job_watch, polling
 from airflow_provider_rayorch.reports import read_run_state
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 from airflow_provider_rayorch.sensors import rayorch as sensors
@@ -100,9 +100,9 @@ def _retry_starts(monkeypatch, api: _LateApi, waits: list[float]) -> None:
         waits.append(delay)
         api.start()
 
-    monkeypatch.setattr(
-        sensors, "call_with_retries", functools.partial(polling.call_with_retries, sleep=sleep)
-    )
+    retrying = functools.partial(polling.call_with_retries, sleep=sleep)
+    monkeypatch.setattr(sensors, "call_with_retries", retrying)
+    monkeypatch.setattr(job_watch, "call_with_retries", retrying)  # the sensors' one job watch
 
 
 # -- finding 11 follow-up: a refused first request of a poller is transient ---------------

@@ -12,7 +12,7 @@ from unittest import mock
 import pytest
 
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook, RayOrchSettings
-from airflow_provider_rayorch.operators import rayorch as operator_module
+from airflow_provider_rayorch.operators import _embedded as embedded
 from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 from airflow_provider_rayorch.runs.secrets import (
     RAY_INIT_KWARGS_ENV,
@@ -89,7 +89,7 @@ def test_the_embedded_driver_gets_secrets_by_environment_never_argv(tmp_path) ->
         seen.update(cmd=cmd, env=env)
         raise Stop
 
-    with mock.patch.object(operator_module.subprocess, "Popen", popen), pytest.raises(Stop):
+    with mock.patch.object(embedded.subprocess, "Popen", popen), pytest.raises(Stop):
         op._run_embedded(plan)
     _no_secret(" ".join(seen["cmd"]))
     env = seen["env"]
