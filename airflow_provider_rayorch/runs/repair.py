@@ -17,13 +17,16 @@ attempt folder, then its manifest is replaced atomically (:mod:`.attempts`).
 from __future__ import annotations
 
 import time
+import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.rayorch import summary as summaries
 from airflow_provider_rayorch.rayorch.errors import DriverError
+from airflow_provider_rayorch.runs.attempt_claims import AttemptConflict, claim_attempt
 from airflow_provider_rayorch.runs.commit import account_lost, fail_unstorable, root_name, rows_of
 from airflow_provider_rayorch.runs.secrets import ray_init_kwargs_from_env
+from airflow_provider_rayorch.runs.uris import join_uri
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -154,8 +157,10 @@ def _commit_attempt(
     elapsed_s: float,
     job_id: str | None,
 ) -> dict[str, Any]:
+    version = store.manifest_version(plan.run_id, index)  # before the read: never newer
     old = store.read_manifest(plan.run_id, index) or {}
     attempt = int(old.get("attempt") or 1) + 1
+    claim_attempt(store, plan.run_id, index, attempt, owner=job_id or uuid.uuid4().hex)
     ports = _ports(old)
     desc = old["microbatch"]
     lo, count = int(desc["first_source"]), int(desc["count"])
@@ -233,12 +238,18 @@ def _commit_attempt(
         "attempts": history,
         "outputs": {
             **dict(old.get("outputs") or {}),
-            "uri": files[ports[0]].rsplit("/", 1)[0],
+            "uri": join_uri(store.outputs_uri(plan.run_id, index), f"attempt-{attempt}"),
             "rows": sources["present"],
             "ports": ports,
         },
     }
-    store.commit_microbatch(plan.run_id, index, manifest)  # the commit point
+    # the commit point: only over the manifest this repair read
+    if version is None or not store.replace_manifest(plan.run_id, index, manifest, version):
+        raise AttemptConflict(
+            f"microbatch {index} of run {plan.run_id!r}: its manifest changed while this "
+            f"repair ran (attempt {attempt}); this attempt's files are left unused and the "
+            "committed manifest is untouched. Clear the task again if sources are still failed"
+        )
     return manifest
 
 

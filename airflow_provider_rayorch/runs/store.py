@@ -287,6 +287,27 @@ class RunStore:
         parts = self._manifest_parts(run_id, index)
         self.write_record(parts, self._summary(MicrobatchManifest, manifest, parts))
 
+    def manifest_version(self, run_id: str, index: int) -> str | None:
+        """A token for the manifest's current version (None: not committed), for
+        :meth:`replace_manifest`; needs the store's conditional writes."""
+        from .conditional import conditional_writes
+
+        path = posixpath.join(self.root, *self._manifest_parts(run_id, index))
+        current = conditional_writes(self).read(path)
+        return None if current is None else current[1]
+
+    def replace_manifest(
+        self, run_id: str, index: int, manifest: Mapping[str, Any], version: str
+    ) -> bool:
+        """Replace a committed manifest only if it still is ``version``; False if
+        another writer replaced it since (nothing is written then)."""
+        from .conditional import conditional_writes
+
+        parts = self._manifest_parts(run_id, index)
+        data = encode_record(self._summary(MicrobatchManifest, manifest, parts))
+        path = posixpath.join(self.root, *parts)
+        return conditional_writes(self).replace_if_unchanged(path, data, version) is not None
+
     def read_outputs(self, run_id: str, port: str = "out") -> list[dict[str, Any]]:
         """Every committed row of one output Port, by source index.
 

@@ -1,0 +1,60 @@
+"""Fences for repair attempts: one writer per attempt folder, one commit per manifest version.
+
+The repair lease (:mod:`.lease`) keeps two repairs of a run apart while it is held.
+These fences cover what a lease cannot: a holder that stalled past its lease's
+expiry while a successor repaired the same microbatch. Both would number their
+attempt ``n + 1`` and write into the same attempt folder.
+
+- Before a repair writes attempt ``n``'s files it *claims* the attempt: it creates
+  ``<run>/repairs/claims/mb-00003-attempt-2.json`` with the store's create-if-absent,
+  so a second writer of that attempt is refused before it writes a byte.
+- Its commit replaces the manifest only if the manifest is still the version it read
+  (replace-if-unchanged), so a repair that read a manifest another repair has since
+  replaced never overwrites it.
+
+Both use the store's conditional writes (:mod:`.conditional`): local disks and S3.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from airflow_provider_rayorch.rayorch.errors import StoreError
+
+from .conditional import conditional_writes
+
+if TYPE_CHECKING:
+    from .store import RunStore
+
+__all__ = ["AttemptConflict", "claim_attempt"]
+
+
+class AttemptConflict(StoreError):
+    """Another repair claimed the same attempt, or committed the microbatch meanwhile."""
+
+
+def _claim_parts(run_id: str, index: int, attempt: int) -> tuple[str, ...]:
+    return (run_id, "repairs", "claims", f"mb-{index:05d}-attempt-{attempt}.json")
+
+
+def claim_attempt(store: RunStore, run_id: str, index: int, attempt: int, owner: str) -> None:
+    """Claim microbatch ``index``'s attempt ``attempt`` for ``owner``, or raise
+    :class:`AttemptConflict` when another repair holds it."""
+    parts = _claim_parts(run_id, index, attempt)
+    record = {"index": index, "attempt": attempt, "owner": owner, "at": _now()}
+    data = json.dumps(record, sort_keys=True).encode()
+    path = posixpath.join(store.root, *parts)
+    if conditional_writes(store).create_if_absent(path, data) is None:
+        raise AttemptConflict(
+            f"microbatch {index} of run {run_id!r}: attempt {attempt} is already claimed by "
+            f"another repair ({store.record_uri(parts)}); nothing was written. Two repairs "
+            "of one microbatch ran at once (a lease expired while its holder still ran): "
+            "let the other finish, then clear the task again if sources are still failed"
+        )
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()

@@ -1,0 +1,80 @@
+"""Fences for repair attempts: a second writer of one attempt is refused before it
+writes, and a repair commits only over the manifest it read."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import pytest
+
+from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs.attempt_claims import AttemptConflict, claim_attempt
+
+from ..airflow.test_repair_driver import _first_run_with_failures
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_an_attempt_is_claimed_once(tmp_path: Path) -> None:
+    from airflow_provider_rayorch.runs.store import RunStore
+
+    store = RunStore(str(tmp_path))
+    claim_attempt(store, "run", 3, 2, owner="first")
+    with pytest.raises(AttemptConflict, match="attempt 2 is already claimed"):
+        claim_attempt(store, "run", 3, 2, owner="second")
+    claim_attempt(store, "run", 3, 3, owner="second")  # the next attempt is free
+
+
+def test_a_manifest_is_replaced_only_over_the_version_read(tmp_path: Path) -> None:
+    store, _ = _first_run_with_failures(tmp_path)
+    manifest = store.read_manifest("run", 0)
+    version = store.manifest_version("run", 0)
+    assert version is not None
+    newer = {**manifest, "committed_at": "2026-12-02T00:00:00+00:00"}
+    assert store.replace_manifest("run", 0, newer, version)
+    stale = {**manifest, "committed_at": "1999-01-01T00:00:00+00:00"}
+    assert not store.replace_manifest("run", 0, stale, version)  # someone replaced it
+    assert store.read_manifest("run", 0)["committed_at"] == newer["committed_at"]
+
+
+def test_a_repair_of_an_attempt_another_repair_claimed_writes_nothing(tmp_path: Path) -> None:
+    """A repair that stalled past its lease while a successor claimed attempt 2 (the
+    claim stands in for the successor) is refused before it writes a file."""
+    store, state = _first_run_with_failures(tmp_path)
+    os.remove(state / "fail-1")
+    before = store.read_manifest("run", 0)
+    claim_attempt(store, "run", 0, 2, owner="successor")
+
+    with pytest.raises(AttemptConflict, match="already claimed"):
+        driver.repair_plan(store, "run", "0")
+
+    assert store.read_manifest("run", 0) == before
+    assert not (tmp_path / "store" / "run" / "outputs" / "mb-00000" / "attempt-2").exists()
+
+
+def test_a_repair_whose_manifest_changed_meanwhile_does_not_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another repair commits microbatch 0 while this one runs: this one's commit is
+    refused and the other's manifest stays."""
+    store, state = _first_run_with_failures(tmp_path)
+    os.remove(state / "fail-1")
+    other = {**store.read_manifest("run", 0), "committed_at": "by the other repair"}
+    real_claim = claim_attempt
+
+    def claim_then_other_commits(*args, **kwargs) -> None:
+        real_claim(*args, **kwargs)
+        store.commit_microbatch("run", 0, other)
+
+    monkeypatch.setattr(
+        "airflow_provider_rayorch.runs.repair.claim_attempt", claim_then_other_commits
+    )
+
+    with pytest.raises(AttemptConflict, match="its manifest changed while this repair ran"):
+        driver.repair_plan(store, "run", "0")
+
+    assert store.read_manifest("run", 0)["committed_at"] == "by the other repair"
