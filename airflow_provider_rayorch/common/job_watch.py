@@ -87,9 +87,9 @@ def observe(
     """The observation for a job ``status`` and the store's ``facts`` (pure)."""
     committed = facts.committed
     if microbatch:
-        done = facts.manifest is not None
+        manifest = None if facts.manifest is None else dict(facts.manifest)
+        done = manifest is not None
         ended = done or (status is not None and status.is_terminal)
-        manifest = dict(facts.manifest) if done else None
         return JobObservation(status, committed, manifest, ended, done, "" if done else message)
     if status is None or status.is_active:
         return JobObservation(status, committed, None, False, False, message)

@@ -1,0 +1,143 @@
+"""The one job watch: a table of job status and store facts to observation, and its
+sync and async drivers over a real run store (issue 19, finding 6)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from airflow_provider_rayorch.common.job_watch import (
+    JobWatch,
+    StoreFacts,
+    job_reading,
+    observe,
+)
+from airflow_provider_rayorch.common.states import JobStatus
+from airflow_provider_rayorch.runs.store import RunStore
+
+pytestmark = pytest.mark.timeout(60)
+
+SOURCES = {"total": 1, "present": 1, "dropped": 0, "failed": 0, "suppressed": 0}
+RUN = {"run_id": "r", "state": "success", "sources": SOURCES, "failures": []}
+MB = {**RUN, "microbatch": {"index": 0, "first_source": 0, "count": 1}}
+S = JobStatus
+
+
+@pytest.mark.parametrize(
+    ("status", "facts", "microbatch", "ended", "succeeded"),
+    [
+        pytest.param(S.PENDING, StoreFacts(0), False, False, False, id="run-pending"),
+        pytest.param(
+            S.RUNNING, StoreFacts(2, RUN), False, False, False, id="run-manifest-job-running"
+        ),
+        pytest.param(S.SUCCEEDED, StoreFacts(3, RUN), False, True, True, id="run-succeeded"),
+        pytest.param(
+            S.SUCCEEDED, StoreFacts(3), False, True, False, id="run-succeeded-no-manifest"
+        ),
+        pytest.param(
+            S.MISSING, StoreFacts(None, RUN), False, True, True, id="run-head-gone-manifest"
+        ),
+        pytest.param(S.MISSING, StoreFacts(), False, True, False, id="run-head-gone-no-manifest"),
+        pytest.param(
+            S.FAILED, StoreFacts(1, RUN), False, True, False, id="run-failed-after-manifest"
+        ),
+        pytest.param(S.STOPPED, StoreFacts(1), False, True, False, id="run-stopped"),
+        pytest.param(None, StoreFacts(), False, False, False, id="run-no-job"),
+        pytest.param(
+            S.RUNNING, StoreFacts(None, MB), True, True, True, id="mb-committed-job-running"
+        ),
+        pytest.param(None, StoreFacts(None, MB), True, True, True, id="mb-committed-no-job"),
+        pytest.param(S.RUNNING, StoreFacts(), True, False, False, id="mb-waiting"),
+        pytest.param(None, StoreFacts(), True, False, False, id="mb-waiting-no-job"),
+        pytest.param(S.SUCCEEDED, StoreFacts(), True, True, False, id="mb-job-ended-without-it"),
+        pytest.param(
+            S.FAILED, StoreFacts(None, MB), True, True, True, id="mb-committed-job-failed"
+        ),
+    ],
+)
+def test_observe(status, facts, microbatch, ended, succeeded) -> None:
+    seen = observe(status, facts, message="why", microbatch=microbatch)
+    assert (seen.ended, seen.succeeded) == (ended, succeeded)
+    assert seen.status is status
+    assert seen.committed == facts.committed
+    if succeeded and not microbatch:
+        assert seen.manifest is not None
+        assert seen.manifest["job_status"] == "SUCCEEDED"  # common.states.with_job_status
+
+
+def test_a_run_manifest_keeps_its_own_job_status() -> None:
+    """The operator used to overwrite it with SUCCEEDED; with_job_status keeps it."""
+    manifest = {**RUN, "job_status": "STOPPED"}
+    seen = observe(S.SUCCEEDED, StoreFacts(1, manifest))
+    assert seen.manifest is not None
+    assert seen.manifest["job_status"] == "STOPPED"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        pytest.param(None, (S.MISSING, "the cluster does not know job j"), id="unknown-job"),
+        pytest.param({"status": "FAILED", "message": "oom"}, (S.FAILED, "oom"), id="job-info"),
+        pytest.param({"status": "RUNNING", "message": None}, (S.RUNNING, ""), id="no-message"),
+        pytest.param("succeeded", (S.SUCCEEDED, ""), id="status-text"),
+        pytest.param(S.PENDING, (S.PENDING, ""), id="status"),
+    ],
+)
+def test_job_reading(raw, expected) -> None:
+    assert job_reading(raw, "j") == expected
+
+
+def _store(tmp_path, *, committed: int = 0, run_manifest: bool = False) -> RunStore:
+    store = RunStore(str(tmp_path))
+    for index in range(committed):
+        mb = {"index": index, "first_source": index, "count": 1}
+        store.commit_microbatch("r", index, {**MB, "microbatch": mb})
+    if run_manifest:
+        store.write_run_manifest("r", dict(RUN))
+    return store
+
+
+def test_the_sync_driver_reads_the_job_then_the_store_and_records_running(tmp_path) -> None:
+    store = _store(tmp_path, committed=2)
+    watch = JobWatch(
+        store=store, run_id="r", job_id="j", read_job=lambda: {"status": "RUNNING"},
+        interval=0.0, count_commits=True,
+    )  # fmt: skip
+    seen = watch.look()
+    assert (seen.status, seen.committed, seen.ended) == (S.RUNNING, 2, False)
+    assert (store.read_job_state("r") or {})["job_status"] == "RUNNING"
+    assert watch.last_read == {"status": "RUNNING"}
+
+
+def test_the_async_driver_sees_what_the_sync_one_sees(tmp_path) -> None:
+    store = _store(tmp_path, committed=1, run_manifest=True)
+
+    async def read() -> dict[str, str]:
+        return {"status": "SUCCEEDED", "message": "done"}
+
+    watch = JobWatch(
+        store=store, run_id="r", job_id="j", read_job=read, interval=0.0, count_commits=True
+    )
+    seen = asyncio.run(watch.alook())
+    sync = JobWatch(
+        store=store, run_id="r", job_id="j", read_job=lambda: {"status": "SUCCEEDED",
+        "message": "done"}, interval=0.0, count_commits=True,
+    ).look()  # fmt: skip
+    assert seen == sync
+    assert seen.succeeded
+    assert seen.message == "done"
+
+
+def test_a_committed_microbatch_ends_the_watch_without_asking_ray(tmp_path) -> None:
+    store = _store(tmp_path, committed=1)
+
+    def never() -> None:
+        raise AssertionError("the job must not be read once the microbatch committed")
+
+    seen = JobWatch(
+        store=store, run_id="r", job_id="j", read_job=never, interval=0.0, index=0
+    ).look()
+    assert seen.succeeded
+    assert seen.manifest is not None
+    assert seen.manifest["microbatch"]["index"] == 0
