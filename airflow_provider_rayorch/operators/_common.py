@@ -11,6 +11,7 @@ from typing import Any
 
 from airflow_provider_rayorch.exceptions import (
     RayOrchCompileFailed,
+    RayOrchPermanentError,
     RayOrchPipelineNotImportable,
     RayOrchPlanChanged,
 )
@@ -243,7 +244,14 @@ def _as_datetime(value: datetime | str | None) -> datetime | None:
         return None
     if isinstance(value, datetime):
         return value
-    return datetime.fromisoformat(str(value))
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:  # e.g. "None": a template naming a date this run does not have
+        raise RayOrchPermanentError(
+            f"sources_modified_after/_before is {str(value)!r}, not an ISO 8601 date: give "
+            "the template a fallback, e.g. {{ data_interval_start | default('', true) }} "
+            "('' is no bound; see docs/airflow/operators.md, runs with no logical date)"
+        ) from None
 
 
 def _semantics(compiled: Any) -> dict[str, Any]:

@@ -154,3 +154,15 @@ def test_a_scheduled_ingest_run_covers_its_data_interval(dagbag) -> None:
     after = _as_datetime(submit[("ingest.submit", "sources_modified_after")])
     before = _as_datetime(submit[("ingest.submit", "sources_modified_before")])
     assert (after, before) == (end - timedelta(hours=1), end)
+
+
+def test_a_window_bound_that_is_no_date_fails_naming_the_fix(tmp_path: Path) -> None:
+    """``{{ prev_data_interval_end_success }}`` and friends render ``None`` (the text)
+    when there is no such run: the task fails once, saying which value and the fix,
+    instead of Python's ``Invalid isoformat string``."""
+    from airflow_provider_rayorch.exceptions import RayOrchPermanentError
+    from airflow_provider_rayorch.operators._common import resolve_sources
+
+    (tmp_path / "a.txt").write_text("x")
+    with pytest.raises(RayOrchPermanentError, match=r"'None'.*ISO 8601.*default\('', true\)"):
+        resolve_sources(f"{tmp_path}/*.txt", modified_after="None")
