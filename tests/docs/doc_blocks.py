@@ -12,14 +12,16 @@ Without a comment a shell block runs as ``deployment`` and a Python block as
 pages, so a block cannot be left out):
 
 - ``python``: the block as a script, with a throwaway ``AIRFLOW_HOME``
-  (tests/docs/test_doc_blocks.py).
+  (tests/docs/test_doc_pages.py).
 - ``imports``: only the block's import statements: the names it documents exist
   (for snippets that need a running context, such as a run's summary).
-- ``shell``: bash, no deployment (tests/docs/test_doc_blocks.py).
-- ``deployment``: bash against the e2e deployment (tests/e2e/test_doc_blocks_deployment.py),
-  with ``$AIRFLOW`` (its URL), ``$TOKEN`` (an admin API token) and ``AIRFLOW_HOME``
-  and the deployment's settings in the environment; ``127.0.0.1:8080`` in the text
-  becomes the deployment's address.
+- ``shell``: bash from the checkout, no deployment (tests/docs/test_doc_pages.py).
+- ``deployment``: bash against the e2e deployment (tests/e2e/test_doc_blocks.py),
+  after the page's ``run: deployment-token`` block (which sets ``$AIRFLOW`` and
+  ``$TOKEN``), with ``AIRFLOW_HOME`` and the deployment's settings in the
+  environment. Placeholders become the fixture's: ``127.0.0.1:8080`` its address,
+  ``/tmp/rayorch-landing`` its landing folder, ``$RAY_AUTH_TOKEN`` a token, and
+  ``rayorch_default`` a connection id of the test's own.
 - named checks (``deployment-start``, ``repair-clear``, ``ingest-by-hand``,
   ``cluster-head``, ...): run by the test that owns the name, which also checks
   what the block did (``CHECKS`` says where).
@@ -49,14 +51,14 @@ PYTHON = frozenset({"python", "py"})
 GENERIC_KINDS = frozenset({"python", "imports", "shell", "deployment"})
 #: named checks -> the test file that runs (and checks) them
 CHECKS = {
-    "deployment-start": "tests/e2e/test_doc_blocks_deployment.py",
-    "deployment-stop": "tests/e2e/test_doc_blocks_deployment.py",
-    "deployment-token": "tests/e2e/test_doc_blocks_deployment.py",
-    "ingest-by-hand": "tests/e2e/test_doc_blocks_deployment.py",
-    "repair-clear": "tests/e2e/test_doc_blocks_deployment.py",
-    "cluster-head": "tests/e2e/test_real_cluster.py",
-    "cluster-worker": "tests/e2e/test_real_cluster.py",
-    "cluster-token": "tests/e2e/test_real_cluster.py",
+    "deployment-start": "tests/e2e/test_doc_blocks.py",
+    "deployment-stop": "tests/e2e/test_doc_blocks.py",
+    "deployment-token": "tests/e2e/test_doc_blocks.py",
+    "ingest-by-hand": "tests/e2e/test_doc_blocks.py",
+    "repair-clear": "tests/e2e/test_doc_blocks.py",
+    "cluster-head": "tests/e2e/real_cluster.py",
+    "cluster-worker": "tests/e2e/real_cluster.py",
+    "cluster-token": "tests/e2e/real_cluster.py",
     "cluster-connection": "tests/e2e/test_real_cluster.py",
 }
 

@@ -129,3 +129,9 @@ def test_import_lines_keeps_only_imports() -> None:
 
 def test_docs_folder_is_the_airflow_pages() -> None:
     assert DOCS == ROOT / "docs" / "airflow"
+
+
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_each_named_check_is_run_by_the_test_file_it_names(name: str) -> None:
+    source = (ROOT / CHECKS[name]).read_text()
+    assert f'one_block("{name}")' in source, f"{CHECKS[name]} never runs `run: {name}`"

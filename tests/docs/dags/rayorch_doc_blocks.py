@@ -8,13 +8,16 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import DAG, TaskGroup, task
 
-with DAG(
-    dag_id="rayorch_doc_blocks",
-    schedule=None,
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    tags=["rayorch", "tests"],
-), TaskGroup("docs"):
+with (
+    DAG(
+        dag_id="rayorch_doc_blocks",
+        schedule=None,
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        tags=["rayorch", "tests"],
+    ),
+    TaskGroup("docs"),
+):
 
     @task
     def microbatch(index: int) -> dict[str, int]:
