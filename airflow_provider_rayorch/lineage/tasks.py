@@ -80,6 +80,22 @@ def operator_lineage_on_end(operator: Any, task_instance: Any, *, failed: bool) 
     )
 
 
+def _sensor_store(sensor: Any) -> RunStore:
+    """The sensor's run store, opened without a connection lookup where the
+    connection's ``run_store_options`` cannot apply (anything but S3 and GCS).
+
+    The listener runs these methods in a forked process with a 10 s budget
+    (``[openlineage] execution_timeout``); a sensor builds a fresh hook per store,
+    whose connection lookup could stall that fork (it did under ``airflow dags test``,
+    where every sensor's extraction was killed)."""
+    from airflow_provider_rayorch.runs.store import RunStore
+
+    uri = str(sensor.run_store)
+    if uri.partition("://")[0].lower() in ("s3", "gs", "gcs") and "://" in uri:
+        return sensor._store()  # credentials and endpoint come from the connection
+    return RunStore(uri)
+
+
 def _no_run(sensor: Any) -> Any:
     """An empty ``OperatorLineage`` when the submit task prepared no run (a glob that
     matched nothing renders ``run_id`` as ``"None"``), else None."""
@@ -97,7 +113,7 @@ def microbatch_lineage(sensor: Any, *, failed: bool = False, started: bool = Fal
     nothing = _no_run(sensor)
     if nothing is not None:
         return nothing
-    store: RunStore = sensor._store()
+    store = _sensor_store(sensor)
     microbatch = dict(sensor.microbatch)
     manifest = None if started else store.read_manifest(sensor.run_id, int(microbatch["index"]))
     return operator_lineage(
@@ -116,7 +132,7 @@ def run_lineage(sensor: Any, *, failed: bool = False, started: bool = False) -> 
     nothing = _no_run(sensor)
     if nothing is not None:
         return nothing
-    store: RunStore = sensor._store()
+    store = _sensor_store(sensor)
     summary = None if started else store.read_run_manifest(sensor.run_id)
     return operator_lineage(
         store,

@@ -29,7 +29,8 @@ def _run(argv: list[str], env: dict[str, str], timeout: float) -> None:
 
 
 def test_the_listener_emits_the_runs_lineage(tmp_path) -> None:
-    files = landing(tmp_path, {"a": 3, "b": 1})
+    files = [*landing(tmp_path, {"a": 3, "b": 1}), str(tmp_path / "landing" / "b" / "bad.pdf")]
+    (tmp_path / "landing" / "b" / "bad.pdf").write_bytes(b"%PDF")
     events_file = tmp_path / "events.jsonl"
     store = tmp_path / "store"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "OPENLINEAGE"))}
@@ -46,6 +47,7 @@ def test_the_listener_emits_the_runs_lineage(tmp_path) -> None:
         RAYORCH_TEST_SECRET=SECRETS["env_var"],
         LINEAGE_LANDING=str(tmp_path / "landing"),
         LINEAGE_STORE=str(store),
+        LINEAGE_SOURCES=str(len(files)),
         PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "unit" / "airflow")]),
         RAY_USAGE_STATS_ENABLED="0",
     )
@@ -55,16 +57,36 @@ def test_the_listener_emits_the_runs_lineage(tmp_path) -> None:
     text = events_file.read_text()
     assert SECRETS["env_var"] not in text
     events = [json.loads(line) for line in text.splitlines() if line.strip()]
-    task_events = [e for e in events if e["job"]["name"] == "lineage_listener.prepare"]
-    assert [e["eventType"] for e in task_events] == ["START", "COMPLETE"]
-    for event in task_events:
-        check_event(event)
-    complete = task_events[-1]
-    assert inputs_of(complete) == {("file", str(tmp_path / "landing")): len(files)}
+    by_job: dict[str, list[dict]] = {}
+    for event in events:
+        by_job.setdefault(event["job"]["name"], []).append(event)
+    landing_dir = ("file", str(tmp_path / "landing"))
+
+    prepare = by_job["lineage_listener.prepare"]
+    assert [e["eventType"] for e in prepare] == ["START", "COMPLETE"]
+    complete = prepare[-1]
+    assert inputs_of(complete) == {landing_dir: len(files)}
     (output,) = outputs_of(complete)
     assert output[0] == "file"
     assert output[1].startswith(f"{store}/lineage_listener.prepare.")
     assert output[1].endswith("/outputs")
     facet = facet_of(complete)
     assert facet["sources"]["total"] == len(files)
+    assert facet["sources"]["failed"] == 1
     assert facet["state"] == "success"
+
+    # each mapped microbatch task: its own facet, its own sources in the run's location
+    microbatch = [e for e in by_job["lineage_listener.microbatch"] if e["eventType"] == "COMPLETE"]
+    facets = sorted((facet_of(e) for e in microbatch), key=lambda f: f["microbatch"]["index"])
+    assert [f["microbatch"]["count"] for f in facets] == [2, 2, 1]
+    assert [f["sources"]["failed"] for f in facets] == [0, 1, 0]
+    assert sorted(inputs_of(e)[landing_dir] for e in microbatch) == [1, 2, 2]
+    run = [e for e in by_job["lineage_listener.run"] if e["eventType"] == "COMPLETE"]
+    (run_event,) = run
+    assert facet_of(run_event)["sources"] == facet["sources"]
+    sensors = by_job["lineage_listener.microbatch"] + by_job["lineage_listener.run"]
+    assert {e["eventType"] for e in sensors} == {"START", "COMPLETE"}
+    for event in [*prepare, *sensors]:
+        check_event(event)
+    for event in [complete, *sensors]:  # the operator's START knew only a glob
+        assert outputs_of(event) == [output]
