@@ -91,9 +91,12 @@ def _sensor_store(sensor: Any) -> RunStore:
     from airflow_provider_rayorch.runs.store import RunStore
 
     uri = str(sensor.run_store)
-    if uri.partition("://")[0].lower() in ("s3", "gs", "gcs") and "://" in uri:
-        return sensor._store()  # credentials and endpoint come from the connection
-    return RunStore(uri)
+    if uri.partition("://")[0].lower() not in ("s3", "gs", "gcs") or "://" not in uri:
+        return RunStore(uri)
+    hook = sensor.__dict__.get("hook")  # the sensor's own, if execute built it
+    if hook is not None and "settings" in hook.__dict__:  # its connection already read
+        return RunStore(uri, hook.settings.run_store_options)
+    return sensor._store()  # credentials and endpoint come from the connection
 
 
 def _no_run(sensor: Any) -> Any:

@@ -203,3 +203,22 @@ def test_sensors_of_a_run_never_prepared_report_nothing(store_root) -> None:
     ):
         lineage = sensor.get_openlineage_facets_on_complete(ti_for())
         assert (lineage.inputs, lineage.outputs, lineage.run_facets) == ([], [], {})
+
+
+def test_an_object_store_sensor_reuses_the_connection_it_already_read(store_root) -> None:
+    """In the listener's fork a connection lookup may not finish within its budget."""
+    from airflow_provider_rayorch.lineage.tasks import _sensor_store
+
+    sensor = RayOrchRunSensor(task_id="run", run_id="r", run_store="s3://bucket/runs", job_id="j")
+    hook = secret_hook(store_root)
+    hook.__dict__["settings"] = hook.settings
+    sensor.__dict__["hook"] = hook
+    opened = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(
+            "airflow_provider_rayorch.runs.store.RunStore",
+            lambda uri, options=None: opened.append((uri, options)),
+        )
+        sensor._store = lambda: pytest.fail("looked the connection up again")
+        _sensor_store(sensor)
+    assert opened == [("s3://bucket/runs", hook.settings.run_store_options)]
