@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,8 @@ class TokenCluster:
     dashboard_port: int
     token: str
     nodes: list[Node] = field(default_factory=list)
+    #: the head's private Ray temp dir (short, under /tmp: Ray's socket paths)
+    temp_dir: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="rayc", dir="/tmp"))
 
     @property
     def address(self) -> str:
@@ -94,6 +97,7 @@ class TokenCluster:
         for node in reversed(self.nodes):
             if script.group_alive(node.pgid):
                 kill_group(node.pgid, grace=15.0)
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 def node_environment(home: Path, **extra: str) -> dict[str, str]:
@@ -146,9 +150,8 @@ def loopback(cluster: TokenCluster, text: str, *, head: bool) -> str:
     ports (see the module docstring)."""
     flags = ["--node-ip-address=127.0.0.1"]
     if head:
-        temp_dir = tempfile.mkdtemp(prefix="rayc", dir="/tmp")  # short: Ray's socket paths
         flags += [
-            f"--temp-dir={temp_dir}",
+            f"--temp-dir={cluster.temp_dir}",
             f"--ray-client-server-port={free_port()}",
             f"--dashboard-agent-listen-port={free_port()}",
         ]
