@@ -14,7 +14,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.common.liveness import record_running
-from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.states import (
     JOB_ID_KEY,
     JOB_URL_KEY,
@@ -34,7 +33,7 @@ __all__ = ["JobSubmitting"]
 
 class JobSubmitting:
     """Mixed into the operator and the submit operator: needs ``hook``, ``_store``,
-    ``_run_id``, ``_driver_args``, ``runtime_env``, ``entrypoint_num_cpus``,
+    ``_run_id``, ``_retrying``, ``_driver_args``, ``runtime_env``, ``entrypoint_num_cpus``,
     ``poll_interval`` and ``log``."""
 
     hook: Any
@@ -46,10 +45,7 @@ class JobSubmitting:
     _job_id: str | None
     _store: Any
     _run_id: Any
-
-    def _retrying(self, fn: Any, what: str) -> Any:
-        """``fn()`` with transient Jobs-API errors retried within the one budget."""
-        return call_with_retries(fn, what=what, interval=self.poll_interval, log=self.log)
+    _retrying: Any
 
     def submit_job(self, context: Context) -> str:
         run_id = self._run_id(context)

@@ -15,11 +15,12 @@ from airflow.sdk.configuration import conf
 
 from airflow_provider_rayorch.common.states import JOB_ID_KEY, RUN_ID_KEY, RUN_STORE_KEY, JobStatus
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
+from airflow_provider_rayorch.operators._run_task import RunTask
+from airflow_provider_rayorch.operators._submit import JobSubmitting
 from airflow_provider_rayorch.operators.local_head import (
     RayLocalHeadStartOperator,
     RayLocalHeadStopOperator,
 )
-from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 from airflow_provider_rayorch.sensors.rayorch import (
     MICROBATCH_MAP_INDEX_TEMPLATE,
     RayOrchMicrobatchSensor,
@@ -34,9 +35,12 @@ if TYPE_CHECKING:
 __all__ = ["RayOrchSubmitOperator", "rayorch_microbatch_group"]
 
 
-class RayOrchSubmitOperator(RayOrchOperator):
+class RayOrchSubmitOperator(JobSubmitting, RunTask):
     """Compile, submit the run's Ray job, and return its microbatch descriptors
     ``[{"index", "first_source", "count"}, ...]`` without waiting for the job.
+
+    Composed of the parts the operator is made of (the run task's parameters and plan,
+    the idempotent submit); it takes :class:`RayOrchOperator`'s parameters.
 
     The job must outlive this task, so a cluster address is required (a connection
     host or ``ray_address``). A retry re-attaches to a running job (task state store,

@@ -1,0 +1,282 @@
+"""What the operator and the submit operator share: their parameters, the
+connection's hooks and run store, the plan preparation (compile here, write or reuse
+the plan record), the job status read, ``on_kill`` and OpenLineage.
+
+Both tasks are composed from this and the submit path (:mod:`._submit`); only the
+operator adds the wait (:mod:`._job_wait`) and the embedded driver (:mod:`._embedded`).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import AssetAlias, BaseOperator
+from airflow.sdk.configuration import conf
+
+from airflow_provider_rayorch.common.liveness import record_running
+from airflow_provider_rayorch.common.polling import call_with_retries
+from airflow_provider_rayorch.common.repair import RepairMode
+from airflow_provider_rayorch.common.states import (
+    CONN_ID_KEY,
+    RUN_ID_KEY,
+    RUN_STORE_KEY,
+    JobStatus,
+)
+from airflow_provider_rayorch.hooks.rayorch import RayOrchHook, mask_secrets
+from airflow_provider_rayorch.links.rayorch import RayJobLink
+from airflow_provider_rayorch.links.report import RayOrchReportLink
+from airflow_provider_rayorch.operators import _common
+from airflow_provider_rayorch.runs.secrets import driver_env, ray_init_secrets
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from airflow.sdk import Context
+
+    from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
+
+__all__ = ["RunTask"]
+
+
+class RunTask(BaseOperator):
+    """A task that prepares one RayOrch run and submits its Ray job.
+
+    :param pipeline: ``"pkg.module:Factory"`` (or the class) building a ``ro.Pipeline``.
+    :param pipeline_kwargs: keyword arguments of the factory (JSON values; templated).
+    :param sources: a list of source rows (JSON values), a glob URI such as
+        ``s3://bucket/in/{{ ds }}/*.pdf`` expanded through ``pyarrow.fs``, or, when
+        ``forward`` takes several Ports, a mapping of equally long columns in
+        ``forward``'s order (templated).
+    :param sources_modified_after: with a glob, keep files modified at or after this
+        (ISO string or datetime; templated, e.g. ``{{ data_interval_start }}``).
+    :param sources_modified_before: with a glob, keep files modified before this.
+    :param input_batch_size: sources per microbatch (``None``: one microbatch).
+    :param max_active_input_batches: microbatches admitted at once.
+    :param rayorch_conn_id: a ``rayorch`` connection; none defined means embedded Ray.
+    :param max_failed_ratio: fail when (FAILED + SUPPRESSED) / total exceeds this.
+    :param deferrable: wait in the triggerer instead of a worker slot (cluster only).
+    :param runtime_env: merged over the connection's ``runtime_env``.
+    :param run_store: overrides the connection's ``run_store`` URI.
+    :param ray_address: overrides the connection's host (e.g. a loopback head's).
+    :param backend: ``"ray"`` (default) or ``"local"`` (the engine's reference executor).
+    :param on_plan_change: ``"fail"`` (default) or ``"replace"`` when the run store
+        already holds a different plan for this run id.
+    :param outputs_asset_alias: name of an ``AssetAlias`` outlet that receives the
+        run's output directory as an Asset event.
+    :param poll_interval: seconds between job status polls.
+    :param repair: ``"on_clear"`` (default): the first try after a manual clear of a
+        run whose run manifest has FAILED or SUPPRESSED sources re-runs only those
+        sources (see docs/airflow/repair.md); automatic retries resume. ``"always"``:
+        every try repairs; ``False``: never.
+    """
+
+    template_fields: Sequence[str] = (
+        "pipeline_kwargs",
+        "sources",
+        "sources_modified_after",
+        "sources_modified_before",
+        "runtime_env",
+        "run_store",
+        "ray_address",
+    )
+    template_fields_renderers = {
+        "pipeline_kwargs": "json",
+        "sources": "json",
+        "runtime_env": "json",
+    }
+    operator_extra_links = (RayJobLink(), RayOrchReportLink())
+    ui_color = "#cfe8fc"
+
+    def __init__(
+        self,
+        *,
+        pipeline: Any,
+        sources: Any,
+        pipeline_kwargs: Mapping[str, Any] | None = None,
+        sources_modified_after: Any = None,
+        sources_modified_before: Any = None,
+        input_batch_size: int | None = None,
+        max_active_input_batches: int = 1,
+        rayorch_conn_id: str = RayOrchHook.default_conn_name,
+        max_failed_ratio: float = 0.0,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        runtime_env: Mapping[str, Any] | None = None,
+        run_store: str | None = None,
+        ray_address: str | None = None,
+        backend: str = "ray",
+        on_plan_change: str = "fail",
+        outputs_asset_alias: str | None = None,
+        poll_interval: float = 5.0,
+        entrypoint_num_cpus: float | None = None,
+        repair: Any = RepairMode.ON_CLEAR,
+        **kwargs: Any,
+    ) -> None:
+        if outputs_asset_alias:
+            outlets = list(kwargs.pop("outlets", None) or [])
+            outlets.append(AssetAlias(outputs_asset_alias))
+            kwargs["outlets"] = outlets
+        super().__init__(**kwargs)
+        if not 0.0 <= float(max_failed_ratio) <= 1.0:
+            raise ValueError(f"max_failed_ratio must be within [0, 1], got {max_failed_ratio}")
+        if input_batch_size is not None and int(input_batch_size) < 1:
+            raise ValueError(f"input_batch_size must be >= 1, got {input_batch_size}")
+        if backend not in ("ray", "local"):
+            raise ValueError(f"backend must be 'ray' or 'local', got {backend!r}")
+        if on_plan_change not in ("fail", "replace"):
+            raise ValueError(f"on_plan_change must be 'fail' or 'replace', got {on_plan_change!r}")
+        self.pipeline = _common.pipeline_spec(pipeline)
+        self.pipeline_kwargs = dict(pipeline_kwargs or {})
+        self.sources = sources
+        self.sources_modified_after = sources_modified_after
+        self.sources_modified_before = sources_modified_before
+        self.input_batch_size = input_batch_size
+        self.max_active_input_batches = int(max_active_input_batches)
+        self.rayorch_conn_id = rayorch_conn_id
+        self.max_failed_ratio = float(max_failed_ratio)
+        self.deferrable = deferrable
+        self.runtime_env = dict(runtime_env or {})
+        _common.check_run_store_setting(run_store)
+        self.run_store = run_store
+        self.ray_address = ray_address
+        self.backend = backend
+        self.on_plan_change = on_plan_change
+        self.outputs_asset_alias = outputs_asset_alias
+        self.poll_interval = float(poll_interval)
+        self.entrypoint_num_cpus = entrypoint_num_cpus
+        self.repair = RepairMode.parse(repair).value
+        self._repairing = False
+        #: extra driver arguments of this try (a repair's ``--repair all ...``)
+        self._driver_args: list[str] = []
+        self._job_id: str | None = None
+        self._result: dict[str, Any] | None = None
+
+    # -- plumbing ---------------------------------------------------------------------
+    @cached_property
+    def hook(self) -> RayOrchHook:
+        """Submits: a Jobs API that never answered fails at once."""
+        return RayOrchHook(self.rayorch_conn_id, address=self.ray_address)
+
+    @cached_property
+    def poll_hook(self) -> RayOrchHook:
+        """Polls a job already submitted (by this try or an earlier one): a refused first
+        request is transient (a dashboard restarting), retried within the budget."""
+        return RayOrchHook(self.rayorch_conn_id, address=self.ray_address, answered_before=True)
+
+    def _store(self) -> RunStore:
+        from airflow_provider_rayorch.runs.store import RunStore
+
+        # the connection's run_store_options (endpoint, region, keys) open any store URI
+        settings = self.hook.settings
+        return RunStore(self.run_store or self.hook.run_store_uri, settings.run_store_options)
+
+    def _run_id(self, context: Context) -> str:
+        return _common.run_id_from_context(context)
+
+    def _ray_init_kwargs(self) -> dict[str, Any]:
+        """Options for an embedded Ray (the connection's, plus runtime_env/namespace).
+
+        They hold secrets (``runtime_env.env_vars``, ``_redis_password``): masked here,
+        handed to the driver by environment (:meth:`_driver_env`), never stored."""
+        if not self.hook.embedded:
+            return {}
+        # No dashboard by default: nobody browses an embedded Ray, and it costs a slow start.
+        kwargs = {"include_dashboard": False, **self.hook.settings.ray_init_kwargs}
+        env = self.hook.runtime_env(self.runtime_env)
+        if env:
+            kwargs["runtime_env"] = env
+        if self.hook.settings.namespace:
+            kwargs.setdefault("namespace", self.hook.settings.namespace)
+        mask_secrets(ray_init_secrets(kwargs))
+        return kwargs
+
+    def _driver_env(self) -> dict[str, str]:
+        """The embedded driver's run-store and ``ray.init()`` options, by environment."""
+        return driver_env(self.hook.settings.run_store_options, self._ray_init_kwargs())
+
+    def prepare(self, context: Context) -> PlanRecord:
+        """Compile here, then write (or reuse) the plan record; nothing is submitted yet."""
+        remote = not self.hook.embedded
+        env = self.hook.runtime_env(self.runtime_env)
+        mask_secrets(ray_init_secrets(None, env))  # the operator's env_vars too
+        compiled = _common.compile_plan(
+            self.pipeline,
+            self.pipeline_kwargs,
+            remote=remote,
+            runtime_env=env,
+            shares_worker_path=self.hook.is_local_head is True,
+        )
+        sources, n_columns = _common.resolve_sources(
+            self.sources,
+            modified_after=self.sources_modified_after,
+            modified_before=self.sources_modified_before,
+        )
+        store = self._store()
+        run_id = self._run_id(context)
+        plan = _common.prepare_plan(
+            store=store,
+            run_id=run_id,
+            spec=self.pipeline,
+            pipeline_kwargs=self.pipeline_kwargs,
+            fingerprint=str(compiled.fingerprint),
+            sources=sources,
+            input_batch_size=self.input_batch_size,
+            max_active_input_batches=self.max_active_input_batches,
+            max_failed_ratio=self.max_failed_ratio,
+            backend=self.backend,
+            on_plan_change=self.on_plan_change,
+            n_columns=n_columns,
+            compiled=compiled,
+            repair=self._repairing,
+        )
+        ti = context["ti"]
+        ti.xcom_push(key=RUN_ID_KEY, value=run_id)
+        ti.xcom_push(key=RUN_STORE_KEY, value=store.uri)
+        ti.xcom_push(key=CONN_ID_KEY, value=self.rayorch_conn_id)  # its run_store_options
+        self.log.info(
+            "Run %s: %d sources in %d microbatch(es), plan %s, run store %s",
+            run_id,
+            len(plan.sources),
+            len(plan.microbatches()),
+            plan.fingerprint[:12],
+            store.run_uri(run_id),
+        )
+        return plan
+
+    def _retrying(self, fn: Any, what: str) -> Any:
+        """``fn()`` with transient Jobs-API errors retried within the one budget."""
+        return call_with_retries(fn, what=what, interval=self.poll_interval, log=self.log)
+
+    def get_job_status(self, external_id: Any, context: Context) -> str:
+        self._job_id = job_id = str(external_id)
+        status = self._retrying(
+            lambda: self.poll_hook.get_job_status(job_id), f"reading job {job_id}"
+        )
+        if JobStatus.parse(status) is JobStatus.RUNNING:
+            record_running(self._store(), self._run_id(context), job_id, log=self.log)
+        return str(status)
+
+    # -- kill ----------------------------------------------------------------------------
+    def on_kill(self) -> None:
+        """Stop the run's Ray job (never delete it)."""
+        if self._job_id:
+            self.hook.stop_job(self._job_id)
+
+    # -- OpenLineage (docs/airflow/lineage.md; imported only when its provider asks) -------
+    def get_openlineage_facets_on_start(self) -> Any:
+        """Inputs of a ``sources`` list (a glob is listed by the task, later)."""
+        from airflow_provider_rayorch.lineage.tasks import operator_lineage_on_start
+
+        return operator_lineage_on_start(self)
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """Input locations, the run's outputs folder and the ``rayorch`` run facet."""
+        from airflow_provider_rayorch.lineage.tasks import operator_lineage_on_end
+
+        return operator_lineage_on_end(self, task_instance, failed=False)
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
+        """As on complete, plus an ``errorMessage`` facet from the run's records."""
+        from airflow_provider_rayorch.lineage.tasks import operator_lineage_on_end
+
+        return operator_lineage_on_end(self, task_instance, failed=True)
