@@ -45,12 +45,9 @@ class FakeJobsApi:
         return self.reads >= self.polls
 
     def _grow(self) -> None:
-        line = 99 * "x" + "\n"
         want = self.total * self.reads // self.polls
-        number = len(self.log) // len(line)
-        while len(self.log) < want:
-            self.log += f"{number:08d}" + line[8:]
-            number += 1
+        first, last = len(self.log) // 100, -(-want // 100)  # 100-character lines
+        self.log += "".join(f"{n:08d}{91 * 'x'}\n" for n in range(first, last))
 
     async def _info(self, request: web.Request) -> web.Response:
         self.reads += 1

@@ -40,36 +40,8 @@ __all__ = ["RunTask"]
 
 
 class RunTask(BaseOperator):
-    """A task that prepares one RayOrch run and submits its Ray job.
-
-    :param pipeline: ``"pkg.module:Factory"`` (or the class) building a ``ro.Pipeline``.
-    :param pipeline_kwargs: keyword arguments of the factory (JSON values; templated).
-    :param sources: a list of source rows (JSON values), a glob URI such as
-        ``s3://bucket/in/{{ ds }}/*.pdf`` expanded through ``pyarrow.fs``, or, when
-        ``forward`` takes several Ports, a mapping of equally long columns in
-        ``forward``'s order (templated).
-    :param sources_modified_after: with a glob, keep files modified at or after this
-        (ISO string or datetime; templated, e.g. ``{{ data_interval_start }}``).
-    :param sources_modified_before: with a glob, keep files modified before this.
-    :param input_batch_size: sources per microbatch (``None``: one microbatch).
-    :param max_active_input_batches: microbatches admitted at once.
-    :param rayorch_conn_id: a ``rayorch`` connection; none defined means embedded Ray.
-    :param max_failed_ratio: fail when (FAILED + SUPPRESSED) / total exceeds this.
-    :param deferrable: wait in the triggerer instead of a worker slot (cluster only).
-    :param runtime_env: merged over the connection's ``runtime_env``.
-    :param run_store: overrides the connection's ``run_store`` URI.
-    :param ray_address: overrides the connection's host (e.g. a loopback head's).
-    :param backend: ``"ray"`` (default) or ``"local"`` (the engine's reference executor).
-    :param on_plan_change: ``"fail"`` (default) or ``"replace"`` when the run store
-        already holds a different plan for this run id.
-    :param outputs_asset_alias: name of an ``AssetAlias`` outlet that receives the
-        run's output directory as an Asset event.
-    :param poll_interval: seconds between job status polls.
-    :param repair: ``"on_clear"`` (default): the first try after a manual clear of a
-        run whose run manifest has FAILED or SUPPRESSED sources re-runs only those
-        sources (see docs/airflow/repair.md); automatic retries resume. ``"always"``:
-        every try repairs; ``False``: never.
-    """
+    """A task that prepares one RayOrch run and submits its Ray job; its parameters
+    are :class:`~airflow_provider_rayorch.operators.rayorch.RayOrchOperator`'s."""
 
     template_fields: Sequence[str] = (
         "pipeline_kwargs",
