@@ -55,7 +55,8 @@ class JobWaiting:
             count_commits=True,
         )
         relay = LineRelay(self.log, "[ray job]")
-        follower = LogFollower(lambda: hook.api, job_id).start()
+        api = hook.api  # resolved here: the connection is read on the task's own thread
+        follower = LogFollower(lambda: api, job_id).start()
         seen: int | None = -1
         try:
             while True:
