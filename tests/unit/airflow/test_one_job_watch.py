@@ -1,0 +1,53 @@
+"""The operator and the run sensor read a run manifest by one rule (issue 19,
+finding 6): a manifest's own ``job_status`` is kept (common.states.with_job_status);
+the operator used to overwrite it with SUCCEEDED."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+
+from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _finished_run(tmp_path, job_status: str) -> RunStore:
+    store = RunStore(str(tmp_path))
+    spec = "fake_pipelines:Square"
+    fingerprint = driver.import_factory(spec)().compile().fingerprint
+    store.write_plan(
+        PlanRecord(run_id="run", pipeline=spec, fingerprint=fingerprint, sources=[1, 2])
+    )
+    driver.run_plan(store, "run")
+    manifest = store.read_run_manifest("run")
+    assert manifest is not None
+    store.write_run_manifest("run", {**manifest, "job_status": job_status})
+    return store
+
+
+def _operator(tmp_path):
+    from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
+    from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
+
+    hook = mock.MagicMock(embedded=False, run_store_uri=str(tmp_path), is_local_head=False)
+    hook.settings = RayOrchSettings(address="http://h:8265", run_store=str(tmp_path))
+    op = RayOrchOperator(task_id="t", pipeline="fake_pipelines:Square", sources=[1, 2])
+    op.__dict__["hook"] = op.__dict__["poll_hook"] = hook
+    return op
+
+
+@pytest.mark.parametrize("job_status", ["SUCCEEDED", "STOPPED"])
+def test_operator_and_run_sensor_agree_on_a_manifest(tmp_path, fake_engine, job_status) -> None:
+    from airflow_provider_rayorch.sensors.rayorch import RayOrchRunSensor
+
+    _finished_run(tmp_path, job_status)
+    op = _operator(tmp_path)
+    ti = mock.MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1, try_number=1)
+    with mock.patch.object(type(op), "_run_id", return_value="run"):
+        from_operator = op.get_job_result("j", {"ti": ti, "outlet_events": mock.MagicMock()})
+    sensor = RayOrchRunSensor(task_id="run", run_id="run", run_store=str(tmp_path))
+    from_sensor = sensor._result()
+    assert from_operator["job_status"] == from_sensor["job_status"] == job_status
