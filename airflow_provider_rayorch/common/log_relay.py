@@ -28,10 +28,13 @@ if TYPE_CHECKING:
 
     from airflow_provider_rayorch.hooks.jobs_api import JobsApi
 
-__all__ = ["LineRelay", "LogFollower", "astream_job_logs"]
+__all__ = ["STREAM_CLOSE_WAIT_S", "LineRelay", "LogFollower", "astream_job_logs"]
 
 #: Lines kept for the driver's ``RAYORCH_ERROR`` line when the job fails.
 KEEP_LINES = 200
+#: After the job ended, how long Ray may take to close its log stream (it reads the
+#: log to its end first, polling every second).
+STREAM_CLOSE_WAIT_S = 10.0
 
 
 class LineRelay:
@@ -87,6 +90,8 @@ async def astream_job_logs(api: JobsApi, job_id: str) -> AsyncIterator[str]:
                 yield str(msg.data)
             elif msg.type == aiohttp.WSMsgType.ERROR:
                 raise ConnectionError(f"the log stream of job {job_id} broke: {ws.exception()}")
+    if ws.close_code not in (None, aiohttp.WSCloseCode.OK):  # e.g. a dashboard restarting
+        raise ConnectionError(f"the log stream of job {job_id} closed with {ws.close_code}")
 
 
 class LogFollower:

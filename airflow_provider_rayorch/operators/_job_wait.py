@@ -9,7 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.common.driver_exit import driver_exit_error, error_from, exit_code
 from airflow_provider_rayorch.common.job_watch import JobObservation, JobWatch
-from airflow_provider_rayorch.common.log_relay import LineRelay, LogFollower
+from airflow_provider_rayorch.common.log_relay import (
+    STREAM_CLOSE_WAIT_S,
+    LineRelay,
+    LogFollower,
+)
 from airflow_provider_rayorch.common.states import JobStatus
 from airflow_provider_rayorch.exceptions import (
     RayOrchClusterError,
@@ -23,10 +27,6 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 __all__ = ["JobWaiting"]
-
-#: After the job ended, how long Ray may take to close its log stream (it reads the
-#: log to its end first, polling every second).
-STREAM_CLOSE_WAIT_S = 10.0
 
 
 class JobWaiting:

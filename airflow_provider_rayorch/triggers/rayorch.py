@@ -25,7 +25,11 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider_rayorch.common.job_watch import JobObservation, JobWatch
 from airflow_provider_rayorch.common.liveness import record_ended_without_manifest
-from airflow_provider_rayorch.common.log_relay import LineRelay, astream_job_logs
+from airflow_provider_rayorch.common.log_relay import (
+    STREAM_CLOSE_WAIT_S,
+    LineRelay,
+    astream_job_logs,
+)
 from airflow_provider_rayorch.common.polling import RETRY_BUDGET
 from airflow_provider_rayorch.common.states import JobStatus, with_job_status
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
@@ -86,6 +90,7 @@ class RayOrchJobTrigger(BaseTrigger):
         self.address = address or None
         self.poll_interval = _positive("poll_interval", poll_interval)
         self.tail_logs = bool(tail_logs)
+        self._streaming = False  # the tail reads Ray's log stream (it ends by itself)
         self.max_failed_ratio = float(max_failed_ratio)
         self.end_from_trigger = bool(end_from_trigger)
 
@@ -112,6 +117,7 @@ class RayOrchJobTrigger(BaseTrigger):
 
     async def _tail(self, hook: RayOrchHook) -> None:
         relay = LineRelay(self.log, f"[ray job {self.job_id}]")
+        self._streaming = True  # Ray closes the stream itself once the job ended
         try:
             try:
                 async for chunk in astream_job_logs(await hook.aapi(), self.job_id):
@@ -120,6 +126,7 @@ class RayOrchJobTrigger(BaseTrigger):
                 return
             except Exception as exc:  # no stream (an old Ray, a proxy): by offset instead
                 self.log.debug("no log stream for %s (%s): reading it by offset", self.job_id, exc)
+            self._streaming = False
             skip = relay.consumed  # the whole log comes again: relay only what is new
             async for chunk in hook.atail_job_logs(self.job_id):
                 cut = min(skip, len(chunk))
@@ -160,6 +167,7 @@ class RayOrchJobTrigger(BaseTrigger):
                     seen = obs.committed
                     self.log.info("run %s: %d microbatch(es) committed", self.run_id, seen)
                 if obs.ended:
+                    await self._log_end(tail)
                     if self.end_from_trigger:
                         yield await self._run_end(store, obs)
                         return
@@ -174,6 +182,12 @@ class RayOrchJobTrigger(BaseTrigger):
                 tail.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await tail
+
+    async def _log_end(self, tail: asyncio.Task[None] | None) -> None:
+        """Let a streaming tail relay the log's last lines (an error line among them)
+        before the task ends; Ray closes the stream once it read the log to its end."""
+        if tail is not None and self._streaming:
+            await asyncio.wait({tail}, timeout=STREAM_CLOSE_WAIT_S)
 
     async def _unknown(self, store: Any, exc: Exception) -> JobObservation:
         """The observation when the job cannot be read (the retry budget ran out)."""

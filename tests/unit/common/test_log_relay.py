@@ -59,3 +59,32 @@ def test_line_relay_keeps_an_unfinished_line_until_it_ends() -> None:
     assert [c.args[2] for c in relayed.call_args_list] == ["a", "bc", "d"]
     assert relay.consumed == len("a\nbc\nd")
     assert list(relay.tail) == ["a", "bc", "d"]
+
+
+def test_the_job_trigger_streams_every_line_once_to_the_end(tmp_path, monkeypatch) -> None:
+    import asyncio
+
+    from airflow_provider_rayorch.common import log_relay
+    from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger
+
+    monkeypatch.delenv("AIRFLOW_CONN_RAYORCH_DEFAULT", raising=False)
+    api = FakeJobsApi(total=TOTAL, polls=POLLS).start()
+    lines: list[str] = []
+    monkeypatch.setattr(log_relay, "relay_line", lambda _log, _p, line: lines.append(line))
+    trigger = RayOrchJobTrigger(
+        job_id="j", run_id="r", run_store=str(tmp_path), address=api.address, poll_interval=0.001
+    )
+
+    async def first() -> dict:
+        async for event in trigger.run():
+            return event.payload
+        raise AssertionError("no event")
+
+    try:
+        event = asyncio.run(first())
+    finally:
+        api.stop()
+    assert event["job_status"] == "SUCCEEDED"
+    assert lines == _expected(api)  # the last lines too: the trigger waited for the stream
+    assert api.whole_reads == 0
+    assert api.log_bytes == len(api.log.encode())
