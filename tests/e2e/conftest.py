@@ -46,6 +46,9 @@ DEPLOYMENT_DAGS = [
     ROOT / "tests" / "e2e" / "s3_dags" / "s3_pipelines.py",
     # plain Python tasks the REST examples of docs/airflow act on (tests/docs)
     ROOT / "tests" / "docs" / "dags" / "rayorch_doc_blocks.py",
+    # the 2-node cluster DAG of test_cluster_node_loss.py and its pipeline
+    ROOT / "tests" / "e2e" / "cluster_dags" / "rayorch_node_loss.py",
+    ROOT / "tests" / "e2e" / "cluster_dags" / "node_loss_pipelines.py",
 ]
 
 
