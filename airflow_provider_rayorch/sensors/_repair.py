@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
     from airflow_provider_rayorch.runs.store import RunStore
 
-__all__ = ["DRIVER_MODULE", "MicrobatchRepair", "repairs_pending"]
+__all__ = ["DRIVER_MODULE", "MicrobatchRepair", "repairs_pending", "rewrite_run_manifest"]
 
 DRIVER_MODULE = "airflow_provider_rayorch.job"
 
@@ -186,3 +186,34 @@ def repairs_pending(store: RunStore, run_id: str, job_status: Any) -> list[int]:
         if held or (job_id and JobStatus.parse(job_status(str(job_id))).is_active):
             pending.append(int(record["index"]))
     return pending
+
+
+def rewrite_run_manifest(store: RunStore, run_id: str, max_failed_ratio: float) -> None:
+    """The run task alone writes a repaired run's manifest: the sum of today's
+    microbatch manifests, with the run store's repair records under ``repairs``."""
+    from airflow_provider_rayorch.rayorch import summary as summaries
+    from airflow_provider_rayorch.runs.attempts import read_repairs
+    from airflow_provider_rayorch.runs.store import sanitize_message
+
+    old = store.read_run_manifest(run_id) or {}
+    result = summaries.run_summary(
+        store.manifests(run_id),
+        elapsed_s=float(old.get("elapsed_s") or 0.0),
+        run_id=run_id,
+        pipeline=old.get("pipeline"),
+        fingerprint=old.get("fingerprint"),
+        outputs_uri=(old.get("outputs") or {}).get("uri") or store.outputs_uri(run_id),
+        max_failed_ratio=max_failed_ratio,
+    )
+    result["repairs"] = [
+        {
+            "index": int(r["index"]),
+            "attempt": int(r.get("attempt") or 0),
+            "status": str(r.get("status")),
+            "job_id": r.get("job_id"),
+            "at": r.get("at"),
+            "message": None if r.get("message") is None else sanitize_message(str(r["message"])),
+        }
+        for r in read_repairs(store, run_id)
+    ]
+    store.write_run_manifest(run_id, result)

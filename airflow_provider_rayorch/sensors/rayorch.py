@@ -360,14 +360,14 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
 
     def _repairs_done(self) -> bool:
         """No repair in the run store may still write; then rewrite the run manifest."""
-        from airflow_provider_rayorch.sensors._repair import repairs_pending
+        from airflow_provider_rayorch.sensors._repair import repairs_pending, rewrite_run_manifest
 
         store = self._store()
         pending = repairs_pending(store, self.run_id, self._job_status)
         if pending:
             self.log.info("Run %s waits for the repair of microbatch(es) %s", self.run_id, pending)
             return False
-        _rewrite_run_manifest(store, self.run_id, self.max_failed_ratio)
+        rewrite_run_manifest(store, self.run_id, self.max_failed_ratio)
         return True
 
     def _ended(self) -> bool:
@@ -450,34 +450,3 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
                 str(event.get("job_id")), str(event.get("job_status")), str(event.get("message"))
             )
         return judge(with_job_status(summary), self.max_failed_ratio, context)
-
-
-def _rewrite_run_manifest(store: RunStore, run_id: str, max_failed_ratio: float) -> None:
-    """The run task alone writes a repaired run's manifest: the sum of today's
-    microbatch manifests, with the run store's repair records under ``repairs``."""
-    from airflow_provider_rayorch.rayorch import summary as summaries
-    from airflow_provider_rayorch.runs.attempts import read_repairs
-    from airflow_provider_rayorch.runs.store import sanitize_message
-
-    old = store.read_run_manifest(run_id) or {}
-    result = summaries.run_summary(
-        store.manifests(run_id),
-        elapsed_s=float(old.get("elapsed_s") or 0.0),
-        run_id=run_id,
-        pipeline=old.get("pipeline"),
-        fingerprint=old.get("fingerprint"),
-        outputs_uri=(old.get("outputs") or {}).get("uri") or store.outputs_uri(run_id),
-        max_failed_ratio=max_failed_ratio,
-    )
-    result["repairs"] = [
-        {
-            "index": int(r["index"]),
-            "attempt": int(r.get("attempt") or 0),
-            "status": str(r.get("status")),
-            "job_id": r.get("job_id"),
-            "at": r.get("at"),
-            "message": None if r.get("message") is None else sanitize_message(str(r["message"])),
-        }
-        for r in read_repairs(store, run_id)
-    ]
-    store.write_run_manifest(run_id, result)
