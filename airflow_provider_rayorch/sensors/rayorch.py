@@ -341,7 +341,8 @@ class RayOrchMicrobatchSensor(MicrobatchLineage, _RunStoreSensor):
 class RayOrchRunSensor(RunLineage, _RunStoreSensor):
     """Waits for the run's Ray job to end and returns the run lineage summary.
 
-    Fails when the job ended without a run manifest, or when the run's failed ratio
+    Fails when the job ended without a run manifest or reported a failure (FAILED,
+    STOPPED: the rule of :mod:`..common.job_watch`), or when the run's failed ratio
     exceeds ``max_failed_ratio`` (the summary is pushed to XCom all the same).
     """
 

@@ -51,3 +51,29 @@ def test_operator_and_run_sensor_agree_on_a_manifest(tmp_path, fake_engine, job_
     sensor = RayOrchRunSensor(task_id="run", run_id="run", run_store=str(tmp_path))
     from_sensor = sensor._result()
     assert from_operator["job_status"] == from_sensor["job_status"] == job_status
+
+
+@pytest.mark.parametrize(
+    ("job_status", "done"),
+    [
+        pytest.param("SUCCEEDED", True, id="succeeded"),
+        pytest.param("MISSING", True, id="head-gone-manifest-is-the-witness"),
+        pytest.param("FAILED", False, id="failed-after-the-manifest"),
+        pytest.param("STOPPED", False, id="stopped-after-the-manifest"),
+    ],
+)
+def test_the_run_sensor_judges_a_manifest_by_the_one_rule(
+    tmp_path, fake_engine, job_status, done
+) -> None:
+    from airflow_provider_rayorch.exceptions import RayOrchJobFailed
+    from airflow_provider_rayorch.sensors.rayorch import RayOrchRunSensor
+
+    _finished_run(tmp_path, "SUCCEEDED")
+    sensor = RayOrchRunSensor(task_id="run", run_id="run", run_store=str(tmp_path), job_id="j")
+    sensor.__dict__["hook"] = mock.MagicMock(**{"get_job_status.return_value": job_status})
+    ti = mock.MagicMock(dag_id="d", run_id="r", task_id="run", map_index=-1, try_number=1)
+    if done:
+        assert sensor.poke({"ti": ti}).is_done
+        return
+    with pytest.raises(RayOrchJobFailed, match=f"ended {job_status} after writing the run"):
+        sensor.poke({"ti": ti})
