@@ -10,7 +10,9 @@ RUNNING job is recorded in the run store (:mod:`.liveness`) wherever it is seen.
 
 The rule. Watching a run: the watch ends when the job ends; the run succeeded when
 the job did not report a failure (SUCCEEDED, or MISSING: the head that ran it is
-gone and the manifest is the only witness left) and a run manifest exists. A run
+gone and the manifest is the only witness left) and a run manifest exists; a caller
+whose manifest may predate the job (the operator: its try may be a repair) trusts
+only SUCCEEDED. A run
 manifest is written by a driver that completed, so its ``job_status`` is SUCCEEDED
 unless it says otherwise (:func:`common.states.with_job_status`). Watching one
 microbatch: it ends as soon as that microbatch's manifest commits, or when the job
@@ -83,8 +85,11 @@ def observe(
     *,
     message: str = "",
     microbatch: bool = False,
+    job_must_succeed: bool = False,
 ) -> JobObservation:
-    """The observation for a job ``status`` and the store's ``facts`` (pure)."""
+    """The observation for a job ``status`` and the store's ``facts`` (pure).
+    ``job_must_succeed``: only Ray's SUCCEEDED completes a run (a caller whose run
+    manifest may predate the job, as a repair's does)."""
     committed = facts.committed
     if microbatch:
         manifest = None if facts.manifest is None else dict(facts.manifest)
@@ -94,7 +99,10 @@ def observe(
     if status is None or status.is_active:
         return JobObservation(status, committed, None, False, False, message)
     manifest = with_job_status(facts.manifest) if facts.manifest is not None else None
-    ok = manifest is not None and status in (JobStatus.SUCCEEDED, JobStatus.MISSING)
+    trusted = (
+        (JobStatus.SUCCEEDED,) if job_must_succeed else (JobStatus.SUCCEEDED, JobStatus.MISSING)
+    )
+    ok = manifest is not None and status in trusted
     return JobObservation(status, committed, manifest, True, ok, message)
 
 
@@ -116,6 +124,8 @@ class JobWatch:
     log: Any = None
     index: int | None = None
     count_commits: bool = False
+    #: see :func:`observe`
+    job_must_succeed: bool = False
     #: the last job read as it came (Ray's job info holds the driver's exit code)
     last_read: Any = None
 
@@ -151,7 +161,13 @@ class JobWatch:
         raw = call_with_retries(read, what=self._what, interval=self.interval, log=self.log)
         status, message = self._after_read(raw)
         facts = self._facts(status, None)
-        return observe(status, facts, message=message, microbatch=self.index is not None)
+        return observe(
+            status,
+            facts,
+            message=message,
+            microbatch=self.index is not None,
+            job_must_succeed=self.job_must_succeed,
+        )
 
     async def alook(self) -> JobObservation:
         """One look (async, for triggers): store reads run in a thread."""
@@ -163,4 +179,10 @@ class JobWatch:
         raw = await acall_with_retries(read, what=self._what, interval=self.interval, log=self.log)
         status, message = await asyncio.to_thread(self._after_read, raw)
         facts = await asyncio.to_thread(self._facts, status, None)
-        return observe(status, facts, message=message, microbatch=self.index is not None)
+        return observe(
+            status,
+            facts,
+            message=message,
+            microbatch=self.index is not None,
+            job_must_succeed=self.job_must_succeed,
+        )

@@ -53,6 +53,7 @@ class JobWaiting:
             interval=self.poll_interval,
             log=self.log,
             count_commits=True,
+            job_must_succeed=True,  # a repair's run manifest predates its job
         )
         relay = LineRelay(self.log, "[ray job]")
         api = hook.api  # resolved here: the connection is read on the task's own thread

@@ -151,6 +151,7 @@ class RayOrchJobTrigger(BaseTrigger):
             interval=self.poll_interval,
             log=self.log,
             count_commits=True,
+            job_must_succeed=not self.end_from_trigger,  # the operator's (maybe a repair)
         )
         seen: int | None = -1
         try:

@@ -77,3 +77,20 @@ def test_the_run_sensor_judges_a_manifest_by_the_one_rule(
         return
     with pytest.raises(RayOrchJobFailed, match=f"ended {job_status} after writing the run"):
         sensor.poke({"ti": ti})
+
+
+def test_the_operator_never_takes_a_manifest_for_a_job_ray_lost(tmp_path, fake_engine) -> None:
+    """A repair's run manifest predates its job: a job Ray no longer knows is an error
+    for the operator, not the old manifest's success."""
+    from airflow_provider_rayorch.exceptions import RayOrchJobFailed
+
+    _finished_run(tmp_path, "SUCCEEDED")
+    op = _operator(tmp_path)
+    op.poll_hook.get_job_info.return_value = None
+    op.poll_hook.get_job_logs.return_value = ""
+    ti = mock.MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1, try_number=1)
+    with (
+        mock.patch.object(type(op), "_run_id", return_value="run"),
+        pytest.raises(RayOrchJobFailed, match="does not know job j"),
+    ):
+        op._poll("j", {"ti": ti})

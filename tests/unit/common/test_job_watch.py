@@ -66,6 +66,21 @@ def test_observe(status, facts, microbatch, ended, succeeded) -> None:
         assert seen.manifest["job_status"] == "SUCCEEDED"  # common.states.with_job_status
 
 
+@pytest.mark.parametrize(
+    ("status", "succeeded"),
+    [
+        pytest.param(S.SUCCEEDED, True, id="succeeded"),
+        pytest.param(S.MISSING, False, id="head-gone-manifest-may-predate-the-job"),
+    ],
+)
+def test_a_caller_whose_manifest_may_predate_the_job_trusts_only_succeeded(
+    status, succeeded
+) -> None:
+    seen = observe(status, StoreFacts(1, RUN), job_must_succeed=True)
+    assert seen.ended
+    assert seen.succeeded is succeeded
+
+
 def test_a_run_manifest_keeps_its_own_job_status() -> None:
     """The operator used to overwrite it with SUCCEEDED; with_job_status keeps it."""
     manifest = {**RUN, "job_status": "STOPPED"}
