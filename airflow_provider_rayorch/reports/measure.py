@@ -26,6 +26,12 @@ def _call(c: Mapping[str, Any]) -> CallMetrics:
     return CallMetrics(name=str(c.get("name")), replicas=int(c.get("replicas") or 1), **figures)
 
 
+def _lost_actors(timeline: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each actor whose batch ended ``lost`` (it died with the batch), once, in order."""
+    lost = (r for r in timeline if r.get("event") == "report" and r.get("outcome") == "lost")
+    return list(dict.fromkeys(f"{r['call']} \u00b7 {r['worker']}" for r in lost))
+
+
 def measure(
     run_id: str,
     timeline: Sequence[Mapping[str, Any]] = (),
@@ -62,5 +68,6 @@ def measure(
             "timeline": plots.busy_timeline(timeline, span),
             "queue": plots.queue_depth(timeline, span),
             "batch_sizes": plots.batch_size_plots(calls, timeline),
+            "lost_actors": _lost_actors(timeline),
         }
     )

@@ -134,6 +134,9 @@ class ReportData(_Record):
     timeline: Plot | None = None
     queue: Plot | None = None
     batch_sizes: list[Plot] = Field(default_factory=list)
+    #: Actors (``call \u00b7 worker``) lost with a batch in flight (their process or
+    #: node died); the engine ran those batches again on replacements.
+    lost_actors: list[str] = Field(default_factory=list)
 
     def to_json(self) -> str:
         return self.model_dump_json()

@@ -102,6 +102,7 @@ class ReportPage:
     call_rows: list[list[str]] = field(default_factory=list)
     queue: Plot | None = None
     batch_sizes: list[Plot] = field(default_factory=list)
+    lost_actors: list[str] = field(default_factory=list)
     focus: int | None = None
     form: SourceForm | None = None
 
@@ -240,6 +241,7 @@ def report_page(
     if data is not None and data.timeline is not None:
         page.timeline, page.queue, page.batch_sizes = data.timeline, data.queue, data.batch_sizes
         page.timeline_legend = plots.legend({"in flight": plots.IN_FLIGHT, **plots.REPORT_COLORS})
+        page.lost_actors = data.lost_actors
         if data.calls:
             page.call_head, page.call_rows = _calls(data, span)
     return page
