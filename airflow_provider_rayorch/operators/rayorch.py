@@ -1,4 +1,11 @@
-"""RayOrchOperator: compile a RayOrch pipeline, run it on Ray, return its lineage summary."""
+"""RayOrchOperator: compile a RayOrch pipeline, run it on Ray, return its lineage summary.
+
+Composed along its responsibilities: the run task's parameters and plan
+(:mod:`._run_task`, shared with the submit operator), the idempotent submit
+(:mod:`._submit`), the wait with its log relay and job error (:mod:`._job_wait`, on
+the one job watch), the embedded driver process (:mod:`._embedded`); this module
+adds the flow (resume, repair, defer), the failed-ratio verdict and asset events.
+"""
 
 from __future__ import annotations
 
