@@ -47,6 +47,11 @@ class RayOrchSubmitOperator(JobSubmitting, RunTask):
     then the cluster's job list) instead of submitting a second one.
     """
 
+    def __init__(self, *, durable: bool = True, **kwargs: Any) -> None:
+        # RayOrchOperator's parameters, ``durable`` (ResumableJobMixin's) included
+        super().__init__(**kwargs)
+        self.durable = durable
+
     def execute(self, context: Context) -> list[dict[str, int]]:
         if self.hook.embedded:
             raise RayOrchClusterError(
