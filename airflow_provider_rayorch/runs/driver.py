@@ -222,6 +222,17 @@ def _grains_dispatched(executor: Any) -> int:
     return sum(int(c.get("grains_dispatched", 0)) for c in metrics())
 
 
+def plan_executor(plan: PlanRecord, pipeline: Any, address: str | None) -> Any:
+    """The engine's Executor for ``plan``: its backend, and the ray.init options the
+    Airflow side handed over by environment (never stored in the plan record)."""
+    return _engine().Executor(
+        pipeline,
+        address=address,
+        backend=plan.backend,
+        ray_init_kwargs=ray_init_kwargs_from_env(plan.ray_init_kwargs) or None,
+    )
+
+
 def build_pipeline(plan: PlanRecord) -> tuple[Any, Any]:
     """Import, build and compile the plan's pipeline; returns it and the compiled plan."""
     ro = _engine()
@@ -309,13 +320,7 @@ def run_plan(
     timings: list[dict[str, Any]] = []
     if pending:
         store.clear_run_manifest(run_id)
-        ro = _engine()
-        with ro.Executor(
-            pipeline,
-            address=address,
-            backend=plan.backend,
-            ray_init_kwargs=ray_init_kwargs_from_env(plan.ray_init_kwargs) or None,
-        ) as executor:
+        with plan_executor(plan, pipeline, address) as executor:
             stream = executor.stream(
                 *plan.columns(),
                 input_batch_size=plan.batch_size,

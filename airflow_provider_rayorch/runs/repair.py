@@ -25,7 +25,6 @@ from airflow_provider_rayorch.rayorch import summary as summaries
 from airflow_provider_rayorch.rayorch.errors import DriverError
 from airflow_provider_rayorch.runs.attempt_claims import AttemptConflict, claim_attempt
 from airflow_provider_rayorch.runs.commit import account_lost, fail_unstorable, root_name, rows_of
-from airflow_provider_rayorch.runs.secrets import ray_init_kwargs_from_env
 from airflow_provider_rayorch.runs.uris import join_uri
 
 if TYPE_CHECKING:
@@ -105,7 +104,7 @@ def repair_microbatches(
 ) -> list[dict[str, Any]]:
     """Repair the given microbatches (``None``: every one with failed sources) in one
     executor run; returns the new manifests."""
-    from airflow_provider_rayorch.runs.driver import _engine
+    from airflow_provider_rayorch.runs.driver import plan_executor
 
     check_semantics(plan, compiled)
     targets = repair_targets(store, plan, indices)
@@ -116,15 +115,9 @@ def repair_microbatches(
     say(f"repair of run {plan.run_id}: re-running sources {redo} of microbatches {sorted(targets)}")
     started = time.monotonic()
     fresh: dict[int, Any] = {}
-    ro = _engine()
     keep = set(redo)
     skip = frozenset(i for i in range(len(plan.sources)) if i not in keep)
-    with ro.Executor(
-        pipeline,
-        address=address,
-        backend=plan.backend,
-        ray_init_kwargs=ray_init_kwargs_from_env(plan.ray_init_kwargs) or None,
-    ) as executor:
+    with plan_executor(plan, pipeline, address) as executor:
         for mb in executor.stream(
             *plan.columns(),
             input_batch_size=1,

@@ -9,8 +9,6 @@ succeed on its first try. Heavy: run it alone (``-k under_load``).
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,26 +17,20 @@ from unittest import mock
 
 import pytest
 
+from tests.e2e.load import cpu_burners as burn_cpus
+
 if TYPE_CHECKING:
+    import subprocess
     from collections.abc import Iterator
 
 ROOT = Path(__file__).resolve().parents[3]
-BURN = "while True: pass"
 
 
 @pytest.fixture
 def cpu_burners() -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Two busy-loop processes beside the test, stopped (by their own pids) after it."""
-    procs = [
-        subprocess.Popen([sys.executable, "-c", BURN], start_new_session=True) for _ in range(2)
-    ]
-    try:
+    """Two busy-loop processes beside the test (tests/e2e/load.py)."""
+    with burn_cpus() as procs:
         yield procs
-    finally:
-        for proc in procs:
-            proc.kill()
-        for proc in procs:
-            proc.wait(timeout=30)
 
 
 @pytest.fixture

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import secrets
 import sys
-import time
 from typing import TYPE_CHECKING
 
 import pytest
 
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
 from airflow_provider_rayorch.operators.local_head import start_local_head, stop_local_head
+from tests.integration.airflow.test_local_head_auth import _wait_terminal
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -23,16 +23,6 @@ JOB = (
     "print('answer', shipped_pkg_h7.ANSWER, helper_mod_h7.HELP); "
     "print('text', open('data/input.txt').read())"
 )
-
-
-def _wait_terminal(hook: RayOrchHook, job_id: str, deadline_s: float = 120.0) -> str:
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        status = str(hook.get_job_status(job_id))
-        if status not in ("PENDING", "RUNNING"):
-            return status
-        time.sleep(0.5)
-    raise AssertionError(f"job {job_id} did not end within {deadline_s}s")
 
 
 @pytest.mark.timeout(240)
