@@ -5,17 +5,19 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from airflow_provider_rayorch.rayorch.errors import RayOrchError
+
 if TYPE_CHECKING:
     from types import ModuleType
 
 __all__ = ["MissingDependencyError", "MissingModelError", "require"]
 
 
-class MissingDependencyError(ImportError):
+class MissingDependencyError(RayOrchError, ImportError):
     """An optional package a workload needs is not installed."""
 
 
-class MissingModelError(FileNotFoundError):
+class MissingModelError(RayOrchError, FileNotFoundError):
     """A model directory an adapter loads from does not exist or is incomplete."""
 
 

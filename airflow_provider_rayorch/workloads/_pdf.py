@@ -8,6 +8,7 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_rayorch.rayorch.errors import RayOrchError
 from airflow_provider_rayorch.workloads._deps import require
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ _ERROR_CAUSES = {
 }
 
 
-class PdfError(Exception):
+class PdfError(RayOrchError):
     """A PDF (or one of its pages) cannot be used; ``str()`` is the cause."""
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from airflow_provider_rayorch.rayorch.errors import RayOrchError
 from airflow_provider_rayorch.workloads._deps import require
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ __all__ = [
 ]
 
 
-class VideoError(Exception):
+class VideoError(RayOrchError):
     """A video cannot be used; ``str()`` is the cause."""
 
 
