@@ -80,4 +80,3 @@ def test_machine_lines_go_to_debug() -> None:
     relay_line(log, "[driver]", "microbatch 1/1 committed: ...")
     log.debug.assert_called_once_with("%s %s", "[driver]", 'RAYORCH_EVENT {"event": "end"}')
     log.info.assert_called_once_with("%s %s", "[driver]", "microbatch 1/1 committed: ...")
-
