@@ -80,10 +80,20 @@ class Record(BaseModel):
     SPARSE: ClassVar[bool] = False
 
     def to_dict(self) -> dict[str, Any]:
-        """The record as JSON values, without its schema version (a property of the file)."""
+        """The record as JSON values, without its schema version (a property of the file),
+        its keys sorted at every depth as in the file: a summary pushed to XCom reads the
+        same whatever order the model declares its fields in."""
         data = self.model_dump(mode="json", exclude_unset=self.SPARSE)
         data.pop(self.VERSION_FIELD, None)
-        return data
+        return _sorted_keys(data)
+
+
+def _sorted_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _sorted_keys(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted_keys(item) for item in value]
+    return value
 
 
 R = TypeVar("R", bound=Record)

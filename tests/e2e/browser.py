@@ -80,33 +80,6 @@ def body_text(driver: Any) -> str:
     return str(driver.find_element("tag name", "body").text)
 
 
-#: Scrolls every scrolled box of the page (a JSON viewer renders only the lines in
-#: view) one step down; returns True while one of them could still move.
-_SCROLL_STEP = """
-let moved = false;
-for (const el of document.querySelectorAll('*')) {
-  if (el.scrollHeight > el.clientHeight + 4 && el.clientHeight > 0) {
-    const before = el.scrollTop;
-    el.scrollTop = before + Math.max(el.clientHeight - 40, 20);
-    if (el.scrollTop !== before) moved = true;
-  }
-}
-return moved;
-"""
-
-
-def scrolled_text(driver: Any, max_steps: int = 60) -> str:
-    """The page's text as seen while scrolling each scrolled box from top to bottom:
-    text that a virtualized viewer renders only once it is in view."""
-    driver.execute_script("for (const el of document.querySelectorAll('*')) el.scrollTop = 0;")
-    seen = [body_text(driver)]
-    for _ in range(max_steps):
-        if not driver.execute_script(_SCROLL_STEP):
-            break
-        seen.append(body_text(driver))
-    return "\n".join(seen)
-
-
 @contextlib.contextmanager
 def serve(app: Any) -> Iterator[str]:
     """Serve an ASGI ``app`` with uvicorn on a free loopback port; yields its URL."""

@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import pytest
 import requests
-from browser import body_text, chromium, missing_browser, scrolled_text, serve, wait_until
+from browser import body_text, chromium, missing_browser, serve, wait_until
 from e2e_helpers import EXAMPLES, ROOT
 from e2e_runs import all_task_logs, assert_no_secret, run_to_the_end
 from ui_shots import assert_surfaces_say
@@ -153,11 +153,9 @@ def test_microbatch_xcom_shows_its_lineage_summary(ui, artifacts) -> None:
     _open(driver, f"{url}{_run_path(result)}/tasks/docs.microbatch/mapped/1/xcom", "return_value")
     driver.find_element("css selector", "button[aria-label='Expand all extra JSON']").click()
     try:
-        # the viewer renders only the lines in view, and the summary (API.md's key
-        # order) has its failures below the fold: read it while scrolling through it
         wait_until(
             lambda: all(
-                t in scrolled_text(driver)
+                t in body_text(driver)
                 for t in ("failures", "doc[5]/page[1]: unreadable page", "suppressed")
             ),
             30,
