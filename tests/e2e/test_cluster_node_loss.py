@@ -77,16 +77,18 @@ def _cluster_state(cluster: TokenCluster) -> dict[str, Any]:
         "import json, sys, ray\n"
         "from ray.util.state import list_actors, list_nodes\n"
         "ray.init(address=sys.argv[1], logging_level='ERROR')\n"
+        "api = sys.argv[2]  # this cluster's dashboard: other Rays may run on the machine\n"
         "nodes = [{'id': n.node_id, 'state': n.state, 'resources': n.resources_total,\n"
-        "          'end_ms': n.end_time_ms} for n in list_nodes(detail=True)]\n"
-        "actors = [{'class': a.class_name, 'job': a.job_id} for a in\n"
-        "          list_actors(filters=[('state', '=', 'ALIVE')], detail=True)]\n"
+        "          'end_ms': n.end_time_ms} for n in list_nodes(address=api, detail=True)]\n"
+        "actors = [{'class': a.class_name, 'job': a.job_id} for a in list_actors(\n"
+        "          address=api, filters=[('state', '=', 'ALIVE')], detail=True)]\n"
         "print(json.dumps({'nodes': nodes, 'actors': actors}))\n"
     )
     env = node_environment(
         cluster.root / "client-home", RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=cluster.token
     )
-    out = run_bash_argv([PYTHON, "-c", code, f"127.0.0.1:{cluster.gcs_port}"], env=env, timeout=120)
+    argv = [PYTHON, "-c", code, f"127.0.0.1:{cluster.gcs_port}", cluster.address]
+    out = run_bash_argv(argv, env=env, timeout=120)
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
