@@ -130,15 +130,18 @@ def assert_surfaces_say(url: str, dag_id: str, run_id: str, summary: Any, state:
         "run task's report tab": _get(f"{url}/rayorch/ti?{query}&task_id=docs.run&map_index=-1"),
         "runs page": _get(f"{url}/rayorch/"),
     }
-    for name, html in surfaces.items():
-        assert "RUNNING" not in html, f"{name} says the Ray job is RUNNING"
-        assert " is running" not in html, f"{name} says the run is running"
-        if name != "runs page":
-            assert f'data-state="{state}"' in html, name
     row = re.search(
         rf"<tr>(?:(?!</tr>).)*>{re.escape(rayorch_run)}</a>(?:(?!</tr>).)*</tr>",
         surfaces["runs page"],
         re.S,
     )
     assert row is not None, f"{rayorch_run} is not on the runs page"
+    # the runs page lists every run of the deployment (others may really run): this
+    # run's row is what it says of this run
+    surfaces["runs page"] = row.group(0)
+    for name, html in surfaces.items():
+        assert "RUNNING" not in html, f"{name} says the Ray job is RUNNING"
+        assert " is running" not in html, f"{name} says the run is running"
+        if name != "runs page":
+            assert f'data-state="{state}"' in html, name
     assert f'<td class="state state-{state}">' in row.group(0), row.group(0)
