@@ -162,8 +162,13 @@ def test_worker_node_killed_mid_run_then_replaced(
     )
 
     # the report names the actors lost with the node (their batches ran again)
-    data = read_report_data(store, run_dir.name)
-    assert data is not None
+    # the driver writes its last report just after the run manifest: wait for the one
+    # that has every commit (bounded), then judge it
+    def final_report() -> Any:
+        found = read_report_data(store, run_dir.name)
+        return found if found is not None and len(found.timings or []) == SOURCES // 2 else None
+
+    data = wait_for(final_report, 60, "the report with every microbatch's commit", 1.0)
     assert data.lost_actors, data.timeline
     html = (run_dir / "report.html").read_text()
     assert 'id="lost-actors"' in html
