@@ -174,11 +174,19 @@ def test_worker_node_killed_mid_run_then_replaced(
     assert 'id="lost-actors"' in html
     assert all(a in html for a in data.lost_actors), data.lost_actors
 
-    def no_actors() -> dict[str, Any] | None:
+    def no_actors_and_the_node_marked_dead() -> dict[str, Any] | None:
+        # the run may end before the head's health checks (about 15 s) mark the killed
+        # node dead: its actors' deaths are seen at once, through their lost connections
         state = _cluster_state(cluster)
-        return None if state["actors"] else state
+        dead = [n for n in state["nodes"] if n["state"] == "DEAD"]
+        return None if state["actors"] or not dead else state
 
-    state = wait_for(no_actors, 60, "the run's actors to end (no live actor left)", 2.0)
+    state = wait_for(
+        no_actors_and_the_node_marked_dead,
+        90,
+        "no live actor left and the killed node marked dead",
+        2.0,
+    )
     dead = [n for n in state["nodes"] if n["state"] == "DEAD"]
     assert len(dead) == 1, state["nodes"]
     assert dead[0]["resources"].get("accel") == 2, state["nodes"]
