@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
@@ -43,12 +42,6 @@ __all__ = ["RayOrchJobTrigger", "RayOrchMicrobatchTrigger"]
 
 #: Kept for callers of earlier versions: the retry budget's number of retries.
 MAX_POLL_ERRORS = RETRY_BUDGET.retries
-
-
-async def _load_store_class() -> Any:
-    """Import heavy modules (pyarrow) off the event loop, then return RunStore."""
-    module = await asyncio.to_thread(importlib.import_module, "airflow_provider_rayorch.runs.store")
-    return module.RunStore
 
 
 def _positive(name: str, value: float) -> float:
