@@ -11,7 +11,8 @@ pool; then the run fails with ``ExecutionError``. An actor killed from outside
 that says nothing about its constructor. A constructor that raises fails at
 once: starting it again would raise again.
 
-Modules that share a process (``ray_options(share_process=name)``) start as one
+Modules that share a process (``ray_options(share_process=name)``, and by default
+the modules that ask Ray for nothing: ``program/shared_processes.py``) start as one
 ``SharedProcess`` actor with a slot per replica; each slot is a worker like any
 other, but they start, fail to start and die together: a failed start counts once
 against each member pool's budget, and a death loses every slot.
@@ -29,7 +30,7 @@ import ray
 from ray.exceptions import RayActorError
 
 from ..errors import ExecutionError, ResourceUnavailableError
-from ..program.shared_processes import process_groups, shared_actor_options
+from ..program.shared_processes import process_groups, process_names, shared_actor_options
 from ..runtime.lowering import lower
 from .actor_start import DEFAULT_ACTOR_START_RETRIES, StartBudget, StartClock, start_order
 from .protocol import CallSpec
@@ -90,7 +91,7 @@ class ActorPools:
         self._all: list[Any] = []
         self._spawned = 0
         #: Share name of each module (None: a process per replica).
-        self._share = {m.id: m.options.share_process for m in plan.modules}
+        self._share = process_names(plan.modules)
         self._groups = process_groups(plan.modules)
         #: Slot key -> its shared process; process -> its slot keys.
         self.process_of: dict[str, str] = {}

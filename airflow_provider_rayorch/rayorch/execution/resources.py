@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import ray
 
 from ..errors import ResourceUnavailableError
-from ..program.shared_processes import process_groups
+from ..program.shared_processes import process_groups, process_names
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,10 +39,11 @@ class _Processes:
 def _processes(plan: Plan, actor_options: Callable[[int], dict[str, Any]]) -> list[_Processes]:
     """Every kind of actor process the plan starts. A shared process holds every replica
     of its members and asks for their sum, so it counts once."""
+    shared = process_names(plan.modules)
     found = [
         _Processes(m.name, m.options.replicas, needs(actor_options(m.id)))
         for m in plan.modules
-        if m.options.share_process is None
+        if shared[m.id] is None
     ]
     for name, members in process_groups(plan.modules).items():
         label = f"share_process {name!r} ({', '.join(m.name for m in members)})"

@@ -240,7 +240,7 @@ def _options_token(module: ModuleSpec) -> Any:
         o.max_batches_in_flight,
         o.batch_timeout_s,
         stable_token(o.ray_actor_options),
-        # Only when set: fingerprints of plans that do not use it stay as they were.
+        # Only when given (a name or False): the default leaves fingerprints as they were.
         *([o.share_process] if o.share_process is not None else []),
     ]
 

@@ -99,7 +99,8 @@ class RayModule:
         """Engine options: ``replicas``, ``batch_size``, ``recovery``, ``batching``,
         ``max_batches_in_flight``, ``batch_timeout_s`` (seconds one batch may run,
         default None), ``share_process`` (a name: the modules that give the same one
-        run in one actor process, one thread per replica; for light stages, opt-in).
+        run in one actor process, one thread per replica; ``False``: processes of its
+        own; ``None``, the default: the modules that ask Ray for nothing share one).
         Every other option (``num_cpus``, ``num_gpus``, ``resources``,
         ``memory``, ``runtime_env``, ...) goes to Ray unchanged."""
         self.options = {**self.options, **options}
@@ -140,10 +141,15 @@ class RayModule:
                 f"got {timeout!r}"
             )
         shared = consumed.get("share_process")
-        if shared is not None and (not isinstance(shared, str) or not shared.strip()):
+        if (
+            shared is not None
+            and shared is not False
+            and (not isinstance(shared, str) or not shared.strip())
+        ):
             raise CompileError(
                 f"module {name!r}: share_process must be a non-empty name (the modules "
-                f"that give the same one share an actor process) or None, got {shared!r}"
+                "that give the same one share an actor process), False (processes of its "
+                f"own) or None (the default), got {shared!r}"
             )
         self.output_count(name)
         return CallOptions(

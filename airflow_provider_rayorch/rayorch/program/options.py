@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import UsageError
 
@@ -94,8 +94,9 @@ class CallOptions:
     #: Seconds one batch may run on its worker before its actor is killed and the
     #: batch counts as failed (``None``: no bound). Read by the Ray backend.
     batch_timeout_s: float | None = None
-    #: Modules with the same name run in one actor process, a thread per replica
-    #: (``None``: a process per replica). Read by the Ray backend.
-    share_process: str | None = None
+    #: Modules with the same name run in one actor process, a thread per replica;
+    #: ``False``: a process per replica; ``None`` (the default): the modules that ask
+    #: for nothing share one (``program/shared_processes.py`` resolves it).
+    share_process: str | Literal[False] | None = None
     #: Everything else, passed unchanged to ``ray.remote(...).options(...)``.
     ray_actor_options: dict[str, Any] = field(default_factory=dict)

@@ -1,11 +1,16 @@
-"""Modules that share one actor process (``ray_options(share_process=name)``).
+"""Modules that share one actor process (``ray_options(share_process=...)``).
 
-Opt-in, for light stages: every replica of every module that gives the same name
-runs in one Ray actor process, on a thread of its own. That saves a process start
-per replica (most of a cold run's fixed cost on a small machine), and costs
-parallelism where a UDF holds the GIL. A process holds no accelerator: a module
-that asks for GPUs or custom resources keeps processes of its own, and the members
-of one process must agree on its ``runtime_env``.
+Every replica of every module that gives the same name runs in one Ray actor
+process, on a thread of its own. That saves a process start per replica (most of a
+cold run's fixed cost on a small machine), and costs parallelism where a UDF holds
+the GIL. A process holds no accelerator: a module that asks for GPUs or custom
+resources keeps processes of its own, and the members of one process must agree on
+its ``runtime_env``.
+
+The default (``share_process=None``): the modules that ask Ray for nothing (no
+option but ``num_cpus=0``, no ``batch_timeout_s``, the default
+``max_batches_in_flight``) share the process ``DEFAULT_PROCESS``, when it would
+hold at least two workers. ``share_process=False`` opts a module out.
 """
 
 from __future__ import annotations
@@ -13,24 +18,72 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CompileError
+from .options import CallOptions
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from .plan import ModuleSpec
 
-__all__ = ["check_shared_processes", "process_groups", "shared_actor_options"]
+__all__ = [
+    "DEFAULT_PROCESS",
+    "asks_for_nothing",
+    "check_shared_processes",
+    "process_groups",
+    "process_names",
+    "shared_actor_options",
+]
 
 #: Ray options a shared process adds up over its members.
 SUMMED = ("num_cpus", "memory")
+#: The process that the modules asking for nothing share by default.
+DEFAULT_PROCESS = "default"
+
+
+def asks_for_nothing(options: CallOptions) -> bool:
+    """Whether a module asks for nothing a process shared with others could not give:
+    no Ray option but ``num_cpus=0``, no hang bound (a hung batch kills its process),
+    the default batches in flight (a shared slot holds one batch at a time)."""
+    ray_options = options.ray_actor_options
+    return (
+        set(ray_options) <= {"num_cpus"}
+        and not ray_options.get("num_cpus")
+        and options.batch_timeout_s is None
+        and options.max_batches_in_flight == CallOptions.max_batches_in_flight
+    )
+
+
+def process_names(modules: Iterable[ModuleSpec]) -> dict[int, str | None]:
+    """Module id -> the name of the process its replicas share (None: processes of
+    their own). The one place where ``share_process`` is resolved."""
+    modules = list(modules)
+    names: dict[int, str | None] = {}
+    for m in modules:
+        share = m.options.share_process
+        if isinstance(share, str):
+            names[m.id] = share
+        elif share is None and asks_for_nothing(m.options):
+            names[m.id] = DEFAULT_PROCESS
+        else:
+            names[m.id] = None
+    # A default process of one worker saves no start and holds one batch at a time.
+    slots = sum(m.options.replicas for m in modules if names[m.id] == DEFAULT_PROCESS)
+    if slots < 2:
+        for m in modules:
+            if names[m.id] == DEFAULT_PROCESS and m.options.share_process is None:
+                names[m.id] = None
+    return names
 
 
 def process_groups(modules: Iterable[ModuleSpec]) -> dict[str, list[ModuleSpec]]:
     """Share name -> its modules, in plan order."""
+    modules = list(modules)
+    names = process_names(modules)
     groups: dict[str, list[ModuleSpec]] = {}
     for m in modules:
-        if m.options.share_process is not None:
-            groups.setdefault(m.options.share_process, []).append(m)
+        name = names[m.id]
+        if name is not None:
+            groups.setdefault(name, []).append(m)
     return groups
 
 

@@ -8,6 +8,7 @@ import pytest
 
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.program.shared_processes import (
+    DEFAULT_PROCESS,
     process_groups,
     shared_actor_options,
 )
@@ -77,3 +78,55 @@ def test_what_cannot_share_a_process_is_a_compile_error(
 ) -> None:
     with pytest.raises(ro.CompileError, match=message.replace("(", r"\(")):
         Two(first, second).compile()
+
+
+# -- the default: modules that ask for nothing share one process ---------------------
+
+
+def _groups(first: dict[str, Any], second: dict[str, Any]) -> dict[str, list[str]]:
+    plan = Two(first, second).compile()
+    return {name: [m.name for m in ms] for name, ms in process_groups(plan.modules).items()}
+
+
+def test_modules_that_ask_for_nothing_share_the_default_process() -> None:
+    assert _groups({}, {"num_cpus": 0, "replicas": 3}) == {DEFAULT_PROCESS: ["first", "second"]}
+    assert _groups({"share_process": None}, {}) == {DEFAULT_PROCESS: ["first", "second"]}
+
+
+@pytest.mark.parametrize(
+    "asks",
+    [
+        pytest.param({"num_cpus": 0.25}, id="cpus"),
+        pytest.param({"num_gpus": 1}, id="gpus"),
+        pytest.param({"resources": {"accel": 1}}, id="custom-resource"),
+        pytest.param({"memory": 10**9}, id="memory"),
+        pytest.param({"runtime_env": {"env_vars": {"A": "1"}}}, id="runtime-env"),
+        pytest.param({"batch_timeout_s": 5}, id="batch-timeout"),
+        pytest.param({"max_batches_in_flight": 4}, id="in-flight"),
+        pytest.param({"scheduling_strategy": "DEFAULT"}, id="scheduling"),
+        pytest.param({"share_process": False}, id="opt-out"),
+    ],
+)
+def test_a_module_that_asks_for_something_keeps_processes_of_its_own(asks: dict[str, Any]) -> None:
+    # The other module alone with 2 replicas still fills the default process.
+    assert _groups(asks, {"replicas": 2}) == {DEFAULT_PROCESS: ["second"]}
+
+
+def test_a_lone_module_with_one_replica_keeps_its_process() -> None:
+    """A process of one slot saves no start and loses the batches queued behind one."""
+    assert _groups({}, {"share_process": False}) == {}
+
+
+def test_a_named_process_is_not_the_default_one() -> None:
+    assert _groups({"share_process": "light"}, {"replicas": 2}) == {
+        "light": ["first"],
+        DEFAULT_PROCESS: ["second"],
+    }
+
+
+def test_opting_out_is_in_the_fingerprint_and_the_default_is_not() -> None:
+    plain = Two({}, {}).compile().fingerprint
+    assert Two({"share_process": False}, {}).compile().fingerprint != plain
+    assert Two({"share_process": False}, {}).compile().fingerprint == (
+        Two({"share_process": False}, {}).compile().fingerprint
+    )
