@@ -4,7 +4,9 @@ With no cluster address the driver runs beside the worker, in its own process
 group (``on_kill`` stops it whole) that dies with the task process (an orphan must
 never race a retry's driver on the same run). Its local Ray runs in token mode with
 a token of its own, so it never reads or writes ``~/.ray``. ``ray.init`` waits a
-fixed 30 s for its raylet; on a loaded machine the driver is started again.
+fixed 30 s for its raylet; on a loaded machine the driver is started again. Like a
+submitted job, it learns its parent OpenLineage run (the task) through its
+environment (:mod:`..lineage.parent`); its local Ray's workers inherit it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_rayorch.common.driver_exit import driver_exit_error, error_line
 from airflow_provider_rayorch.common.progress import relay_line
 from airflow_provider_rayorch.exceptions import RayOrchJobFailed
+from airflow_provider_rayorch.lineage.parent import with_parent_run
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -32,6 +35,7 @@ __all__ = [
     "RAY_START_TIMED_OUT",
     "EmbeddedDriver",
     "embedded_ray_env",
+    "parent_run_vars",
 ]
 
 DRIVER_MODULE = "airflow_provider_rayorch.job"
@@ -56,6 +60,24 @@ def embedded_ray_env(base: Mapping[str, str], token_dir: str) -> dict[str, str]:
     env["RAY_AUTH_MODE"] = "token"
     env["RAY_AUTH_TOKEN_PATH"] = path
     return env
+
+
+def _running_ti() -> Any:
+    """The running task's instance (None outside a task: a script, a bare test)."""
+    try:
+        from airflow.sdk import get_current_context
+
+        return get_current_context().get("ti")
+    except Exception:  # no task is running here
+        return None
+
+
+def parent_run_vars(ti: Any = None) -> dict[str, str]:
+    """The OpenLineage parent-run variables of ``ti`` (default: the running task), by
+    :func:`~airflow_provider_rayorch.lineage.parent.with_parent_run`, the submit's rule:
+    empty when OpenLineage is off; names and ids only, never a secret."""
+    env = with_parent_run(None, ti if ti is not None else _running_ti())
+    return dict(env.get("env_vars") or {})
 
 
 def _prctl() -> Any:
@@ -99,13 +121,18 @@ class EmbeddedDriver:
         driver_env: Mapping[str, str],
         *,
         retries: int = EMBEDDED_RAY_START_RETRIES,
+        ti: Any = None,
     ) -> None:
         """Run the driver to its end; start it again when its local Ray timed out
-        starting (a busy machine). A failed driver raises its exit code's error."""
+        starting (a busy machine). A failed driver raises its exit code's error.
+
+        :param ti: the task instance whose OpenLineage run is the driver's parent
+            (default: the running task's, from its context)."""
+        parent = parent_run_vars(ti)  # the task's run, over any inherited value
         for attempt in range(retries + 1):
             token_dir = tempfile.mkdtemp(prefix="rayorch-driver-")  # mode 0700
             try:
-                env = {**embedded_ray_env(os.environ, token_dir), **driver_env}
+                env = {**embedded_ray_env(os.environ, token_dir), **parent, **driver_env}
                 self._run_once(store_uri, run_id, driver_args, env)
                 return
             except RayOrchJobFailed as exc:

@@ -4,7 +4,9 @@ submit the driver's repair job, wait for it, and record every step in the run st
 The repair job's id goes to the run store's repair record (not only to XCom), so
 the ``run`` task finds it on whatever head runs it: clearing pulls in the loopback
 head's setup, which comes up on a new address, while ``run`` still holds the first
-job's id. Waiting happens in the worker (the repair try is not deferred).
+job's id. Waiting happens in the worker (the repair try is not deferred). Like the
+run's own job, a repair job learns its parent OpenLineage run through its
+``runtime_env.env_vars`` (:mod:`..lineage.parent`): the microbatch task that repairs.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from airflow_provider_rayorch.common.driver_exit import error_from
 from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.states import JobStatus
 from airflow_provider_rayorch.exceptions import RayOrchJobFailed, RayOrchPlanChanged
+from airflow_provider_rayorch.lineage.parent import with_parent_run
 from airflow_provider_rayorch.runs.attempts import (
     REPAIR_ACTIVE,
     read_repairs,
@@ -49,8 +52,10 @@ class MicrobatchRepair:
         interval: float,
         log: logging.Logger | Any,
         deadline_s: float,
+        ti: Any = None,
     ) -> None:
         self.hook, self.store, self.run_id, self.index = hook, store, run_id, index
+        self.ti = ti  # the repairing task: the repair job's OpenLineage parent
         self.owner, self.interval, self.log = owner, max(float(interval), 0.05), log
         self.deadline = time.monotonic() + float(deadline_s)
         self.lease = RepairLease(store, run_id, owner)
@@ -113,6 +118,7 @@ class MicrobatchRepair:
             job_id = self.hook.submit_job(
                 shlex.join(args),
                 submission_id=sid,
+                runtime_env=with_parent_run(None, self.ti) or None,  # OpenLineage parent
                 metadata={"rayorch_run_id": self.run_id, "rayorch_repair": str(self.index)},
             )
         except Exception as exc:

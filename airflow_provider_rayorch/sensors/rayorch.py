@@ -241,6 +241,7 @@ class RayOrchMicrobatchSensor(MicrobatchLineage, _RunStoreSensor):
             interval=float(self.poke_interval),
             log=self.log,
             deadline_s=float(self.timeout),
+            ti=ti,
         )
         self.log.info(
             "Try %s follows a manual clear (repair=%r): repairing the failed and suppressed "
