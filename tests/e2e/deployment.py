@@ -232,10 +232,19 @@ def deployment_env(user_home: Path, landing: Path) -> dict[str, str]:
     )
 
 
-def start_deployment(root: Path, dag_files: list[Path], *, timeout: float = 240) -> Deployment:
+def start_deployment(
+    root: Path,
+    dag_files: list[Path],
+    *,
+    timeout: float = 240,
+    extra_env: Mapping[str, str] | None = None,
+) -> Deployment:
     """Start the four components with scripts/deployment.py, as
     docs/airflow/getting-started.md says, under a user ``HOME`` where Ray wrote its
-    token; the script returns once /monitor/health reports them healthy."""
+    token; the script returns once /monitor/health reports them healthy.
+
+    ``extra_env``: variables that win over :func:`deployment_env`'s (an ``AIRFLOW__*``
+    one over the script's defaults too), e.g. the OpenLineage settings."""
     from e2e_helpers import ROOT
 
     sys.path.insert(0, str(ROOT / "tests" / "unit" / "reports"))
@@ -253,6 +262,7 @@ def start_deployment(root: Path, dag_files: list[Path], *, timeout: float = 240)
     plugins_folder(airflow_home)
     env = deployment_env(user_home, landing)
     env["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(airflow_home / "plugins")
+    env.update(extra_env or {})
     port = free_port()
     deployment = Deployment(
         root=root,
