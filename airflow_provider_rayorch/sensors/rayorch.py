@@ -17,6 +17,11 @@ from airflow_provider_rayorch.common.states import SUMMARY_KEY, JobStatus, with_
 from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded, RayOrchJobFailed
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
 from airflow_provider_rayorch.lineage.tasks import MicrobatchLineage, RunLineage
+from airflow_provider_rayorch.sensors._assets import (
+    attach_outputs_event,
+    end_from_trigger_with_alias,
+    with_alias_outlet,
+)
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger, RayOrchMicrobatchTrigger
 
 if TYPE_CHECKING:
@@ -345,9 +350,35 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
     Fails when the job ended without a run manifest or reported a failure (FAILED,
     STOPPED: the rule of :mod:`..common.job_watch`), or when the run's failed ratio
     exceeds ``max_failed_ratio`` (the summary is pushed to XCom all the same).
+
+    :param outputs_asset_alias: name of an ``AssetAlias`` outlet that receives, once
+        the run passed, its outputs folder as an Asset event with the lineage summary
+        (``RayOrchOperator``'s event, :mod:`._assets`). Airflow 3.3 records no asset
+        event for a task its trigger ends, so with an alias the sensor resumes on a
+        worker (``end_from_trigger=False``; ``True`` is refused).
     """
 
     template_fields: Sequence[str] = ("run_id", "run_store", "job_id", "ray_address")
+
+    def __init__(
+        self,
+        *,
+        outputs_asset_alias: str | None = None,
+        end_from_trigger: bool | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            end_from_trigger=end_from_trigger_with_alias(end_from_trigger, outputs_asset_alias),
+            **with_alias_outlet(kwargs, outputs_asset_alias),
+        )
+        self.outputs_asset_alias = outputs_asset_alias
+
+    def _finish(self, summary: Mapping[str, Any], context: Context) -> dict[str, Any]:
+        """Judge the run; when it passes, attach the outputs Asset event to the alias."""
+        result = judge(summary, self.max_failed_ratio, context)
+        if self.outputs_asset_alias:
+            attach_outputs_event(context, self.outputs_asset_alias, result, self._store(), self.log)
+        return result
 
     def _summary(self) -> dict[str, Any] | None:
         return self._store().read_run_manifest(self.run_id)
@@ -403,7 +434,7 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
         if not self.deferrable or self._job is None or self._repaired_run():
             return super().execute(context)
         if self._ended():
-            return judge(self._result(), self.max_failed_ratio, context)
+            return self._finish(self._result(), context)
         self.defer(
             trigger=RayOrchJobTrigger(
                 job_id=str(self._job),
@@ -423,7 +454,7 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
     def poke(self, context: Context) -> PokeReturnValue:
         if not self._ended():
             return PokeReturnValue(is_done=False)
-        summary = judge(self._result(), self.max_failed_ratio, context)
+        summary = self._finish(self._result(), context)
         return PokeReturnValue(is_done=True, xcom_value=summary)
 
     def _result(self) -> dict[str, Any]:
@@ -444,11 +475,11 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
                     f"run {self.run_id} has no run manifest: its trigger ended the task "
                     f"{event} (its log above says why)"
                 )
-            return judge(with_job_status(summary), self.max_failed_ratio, context)
+            return self._finish(with_job_status(summary), context)
         if not event or "status" not in event:
             raise RayOrchJobFailed(f"unexpected trigger event {event!r}")
         if summary is None:
             raise self._ended_without_manifest(
                 str(event.get("job_id")), str(event.get("job_status")), str(event.get("message"))
             )
-        return judge(with_job_status(summary), self.max_failed_ratio, context)
+        return self._finish(with_job_status(summary), context)
