@@ -7,8 +7,8 @@ from typing import Any
 __all__ = ["evaluate"]
 
 OURS, PAPER = "this engine", "rayorch (paper)"
-#: The opt-in variant (light stages in one process), reported beside the default.
-SHARED = "this engine, light stages shared"
+#: The opt-out variant (a process per module replica), reported beside the default.
+OWN = "this engine, a process per replica"
 
 
 def _goal(
@@ -33,7 +33,7 @@ def evaluate(r: dict[str, Any]) -> list[dict[str, str]]:
             return systems[ours][mode]["e2e_s"] / systems[peer][mode]["e2e_s"]
         return None
 
-    for ours, tag in ((OURS, ""), (SHARED, ", light stages shared")):
+    for ours, tag in ((OURS, ""), (OWN, ", a process per replica")):
         for peer, mode, limit in (
             (PAPER, "cold", 0.60),
             ("Daft", "cold", 0.65),
@@ -41,7 +41,7 @@ def evaluate(r: dict[str, Any]) -> list[dict[str, str]]:
             ("Xenna", "warm", 0.35),
         ):
             v = ratio(ours, peer, mode)
-            if v is None and ours == SHARED:
+            if v is None and ours == OWN:
                 continue
             goals.append(
                 _goal(

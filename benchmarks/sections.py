@@ -257,9 +257,11 @@ def nested(
 def startup(
     spec: Size, results: dict[str, Any], *, systems: tuple[str, ...] | None
 ) -> dict[str, Any]:
-    """Cold workload 1, alternating: every actor started at once (the engine before
-    it started them a few at a time), the default, and split, render and write in
-    one shared process (``share_process``, opt-in)."""
+    """Cold workload 1, alternating: every actor in a process of its own, all
+    started at once (the engine before it started them a few at a time); every
+    actor in a process of its own, a few at a time (``share_process=False``, the
+    default before); the default (split, render and write, which ask Ray for
+    nothing, in one shared process)."""
     actors = (
         spec.w1.split_replicas
         + spec.w1.render_replicas
@@ -267,9 +269,12 @@ def startup(
         + spec.w1.write_replicas
     )
     variants: dict[str, dict[str, Any]] = {
-        "all actors at once": {"executor_options": {"actor_start_concurrency": actors}},
-        "a few at a time (default)": {},
-        "light stages share one process": {"share_light": True},
+        "all actors at once, a process each": {
+            "executor_options": {"actor_start_concurrency": actors},
+            "own_processes": True,
+        },
+        "a few at a time, a process each (opt-out)": {"own_processes": True},
+        "light stages share one process (default)": {},
     }
     runs: dict[str, list[Measurement]] = {name: [] for name in variants}
     for _ in range(spec.rounds):

@@ -23,7 +23,7 @@ __all__ = [
     "AVAILABLE",
     "DAFT",
     "OURS",
-    "OURS_SHARED",
+    "OURS_OWN",
     "PAPER",
     "RAY_DATA",
     "RUNNERS",
@@ -34,15 +34,17 @@ __all__ = [
     "versions",
 ]
 
+#: This engine as a user gets it: split, render and write ask Ray for nothing, so
+#: they share one actor process (the default; docs/engine-api.md, ``share_process``).
 OURS = "this engine"
-#: The same engine with split, render and write in one actor process
-#: (``ray_options(share_process=...)``, opt-in): fewer processes to start cold.
-OURS_SHARED = "this engine, light stages shared"
+#: The same engine with every module replica in a process of its own
+#: (``share_process=False`` on the light stages, the opt-out; the default before).
+OURS_OWN = "this engine, a process per replica"
 PAPER = "rayorch (paper)"
 RAY_DATA = "Ray Data"
 DAFT = "Daft"
 XENNA = "Xenna"
-SYSTEMS = (OURS, OURS_SHARED, PAPER, RAY_DATA, DAFT, XENNA)
+SYSTEMS = (OURS, OURS_OWN, PAPER, RAY_DATA, DAFT, XENNA)
 #: Peers whose input parallelism (Ray Data blocks, Daft partitions) the ``tuning``
 #: section sweeps before the comparison.
 TUNABLE = (RAY_DATA, DAFT)
@@ -62,7 +64,7 @@ def _adapter(name: str) -> Any:
 
 AVAILABLE: dict[str, Callable[[], bool]] = {
     OURS: lambda: True,
-    OURS_SHARED: lambda: True,
+    OURS_OWN: lambda: True,
     PAPER: lambda: _importable("rayorch"),
     RAY_DATA: lambda: bool(_adapter("raydata").available()),
     DAFT: lambda: bool(_adapter("daft").available()),
@@ -74,7 +76,7 @@ def _run_rayorch(system: str, **options: Any) -> Callable[..., list[Measurement]
     def run(w: Workload, **_: Any) -> list[Measurement]:
         measured = list(_adapter("rayorch").run_pair(system, w, **options))
         for m in measured:  # named as its row in the tables
-            m.system = OURS_SHARED if options.get("share_light") else system
+            m.system = OURS_OWN if options.get("own_processes") else system
         return measured
 
     return run
@@ -82,7 +84,7 @@ def _run_rayorch(system: str, **options: Any) -> Callable[..., list[Measurement]
 
 RUNNERS: dict[str, Callable[..., list[Measurement]]] = {
     OURS: _run_rayorch(OURS),
-    OURS_SHARED: _run_rayorch(OURS, share_light=True),
+    OURS_OWN: _run_rayorch(OURS, own_processes=True),
     PAPER: _run_rayorch(PAPER),
     RAY_DATA: lambda w, **kw: list(_adapter("raydata").run_pair(w, **kw)),
     DAFT: lambda w, **kw: list(_adapter("daft").run_pair(w, **kw)),

@@ -43,15 +43,16 @@ def make_pipeline(
     containment: bool = True,
     batching: str | None = None,
     in_flight: int | None = None,
-    share_light: bool = False,
+    own_processes: bool = False,
 ) -> Any:
     """The workload-1 pipeline for ``ro``. ``batching`` (render and page model),
-    ``in_flight`` (the page model's ``max_batches_in_flight``) and ``share_light``
-    (split, render and write in one actor process: ``share_process``) are this
-    engine's options only."""
+    ``in_flight`` (the page model's ``max_batches_in_flight``) and ``own_processes``
+    (split, render and write opt out of the default shared process:
+    ``share_process=False``; by default they ask for nothing and share one) are
+    this engine's options only."""
     failure = ro.GroupFailure if containment else ro.RecordFailure
     extra: dict[str, Any] = {"batching": batching} if (ours and batching) else {}
-    light: dict[str, Any] = {"share_process": "light"} if (ours and share_light) else {}
+    light: dict[str, Any] = {"share_process": False} if (ours and own_processes) else {}
     model_extra: dict[str, Any] = (
         {"max_batches_in_flight": in_flight} if (ours and in_flight) else {}
     )
@@ -111,10 +112,10 @@ def run_pair(
     batching: str | None = None,
     warm_runs: int = 1,
     executor_options: dict[str, Any] | None = None,
-    share_light: bool = False,
+    own_processes: bool = False,
 ) -> list[Measurement]:
     """One cold run (executor creation included) then ``warm_runs`` warm runs.
-    ``executor_options`` go to this engine's ``Executor``; ``share_light``: see
+    ``executor_options`` go to this engine's ``Executor``; ``own_processes``: see
     ``make_pipeline``."""
     ro = importlib.import_module(ENGINES[system])
     docs = make_docs(w)
@@ -126,7 +127,7 @@ def run_pair(
         ours=system == "this engine",
         containment=containment,
         batching=batching,
-        share_light=share_light,
+        own_processes=own_processes,
     )
     kwargs = {
         "input_batch_size": w.input_batch_size,

@@ -261,10 +261,13 @@ class HeldSlotStarts(SharedProcess):
 
 
 class SharedPair(ro.Pipeline):
-    """``first`` -> ``second``, both in the process named ``share`` (``first`` and
+    """``first`` -> ``second``, both with ``share_process=share`` (a name: that
+    process; None: the default; False: processes of their own; ``first`` and
     ``second`` are ``(udf, pre_init args, ray_options)``)."""
 
-    def __init__(self, share: str, first: tuple[Any, ...], second: tuple[Any, ...]) -> None:
+    def __init__(
+        self, share: str | bool | None, first: tuple[Any, ...], second: tuple[Any, ...]
+    ) -> None:
         (u1, a1, o1), (u2, a2, o2) = first, second
         self.first = ro.RayModule(u1).pre_init(*a1).ray_options(share_process=share, **o1)
         self.second = ro.RayModule(u2).pre_init(*a2).ray_options(share_process=share, **o2)

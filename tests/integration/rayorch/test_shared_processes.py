@@ -142,3 +142,70 @@ def test_a_hung_batch_in_a_shared_process_fails_its_row_alone(tmp_path: Path) ->
     assert set(ran(tmp_path)) == set(ROWS)
     # Its try and its retry (and a split-off try when its batch held another row).
     assert result.metrics["batches_timed_out"] >= 2
+
+
+# -- the default: modules that ask Ray for nothing share one process ----------------------
+class PidsByDefault(ro.Pipeline):
+    """tag (x2) and untag ask for nothing: they share the default process; model
+    opts out, and pin asks for a CPU: processes of their own."""
+
+    def __init__(self) -> None:
+        self.tag = ro.RayModule(fu.WithPid).ray_options(replicas=2, batch_size=2)
+        self.untag = ro.RayModule(fu.WithPid).ray_options(batch_size=3)
+        self.model = ro.RayModule(fu.WithPid).ray_options(
+            replicas=2, batch_size=2, share_process=False
+        )
+        self.pin = ro.RayModule(fu.WithPid).ray_options(batch_size=2, num_cpus=0.01)
+
+    def forward(self, x: Any) -> Any:
+        return self.pin(self.model(self.untag(self.tag(x))))
+
+
+@pytest.mark.timeout(120)
+def test_by_default_the_modules_that_ask_for_nothing_share_one_process() -> None:
+    result = run_ray(2 * START_S + 30, "default shared process", PidsByDefault(), ROWS)
+    model_rows = [out[0] for out in result.outputs]
+    untag_rows = [row[0] for row in model_rows]
+    assert [r[0][0] for r in untag_rows] == ROWS
+    light = {r[0][1] for r in untag_rows} | {r[1] for r in untag_rows}
+    model = {row[1] for row in model_rows}
+    pin = {out[1] for out in result.outputs}
+    assert len(light) == 1, light  # 3 workers of 2 modules, one process
+    assert len(model) == 2, model  # opted out: a process per replica
+    assert len(pin) == 1
+    assert not light & (model | pin)
+    assert not model & pin
+    assert result.metrics["workers_lost"] == 0
+
+
+@pytest.mark.timeout(150)
+def test_a_row_that_kills_the_default_process_is_charged_alone(tmp_path: Path) -> None:
+    """Two modules that ask for nothing (first x2, FaultyRun x2): one process by default.
+    Row 5 kills it every time: every slot's running batch is charged once, row 5
+    then runs alone and FAILS; no other row is lost, run twice more or charged twice."""
+    policy = ro.RecoveryPolicy.retry_batch(1, infra_retries=1)
+    first = (fu.Unwrap, (), {"replicas": 2, "batch_size": 1})
+    second = (fu.FaultyRun, (str(tmp_path), "exit", 5, -1), {"replicas": 2, "batch_size": 1})
+    pipeline = fu.SharedPair(None, first, (*second[:2], {**second[2], "recovery": policy}))
+    result = run_ray(3 * START_S + 30, "run() kills the default process", pipeline, ROWS)
+    counts = ran(tmp_path)
+    only_row_5_fails(result, counts, "infra_retries=1 exhausted")
+    assert counts[5] == 2
+    assert set(counts) == set(ROWS)
+    assert all(n <= 2 for n in counts.values()), counts
+    assert result.metrics["workers_lost"] >= 4  # every slot of the process, twice
+
+
+@pytest.mark.timeout(150)
+def test_opting_out_keeps_a_death_to_its_own_process(tmp_path: Path) -> None:
+    """The same pipeline with share_process=False: row 5's deaths lose only its own
+    actor (2 workers lost, one per death), never the first module's."""
+    policy = ro.RecoveryPolicy.retry_batch(1, infra_retries=1)
+    first = (fu.Unwrap, (), {"replicas": 2, "batch_size": 1})
+    second = (fu.FaultyRun, (str(tmp_path), "exit", 5, -1), {"replicas": 2, "batch_size": 1})
+    pipeline = fu.SharedPair(False, first, (*second[:2], {**second[2], "recovery": policy}))
+    result = run_ray(3 * START_S + 30, "run() kills its own process", pipeline, ROWS)
+    counts = ran(tmp_path)
+    only_row_5_fails(result, counts, "infra_retries=1 exhausted")
+    assert counts[5] == 2
+    assert result.metrics["workers_lost"] == 2
