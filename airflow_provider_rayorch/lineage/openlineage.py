@@ -37,6 +37,7 @@ __all__ = [
     "operator_lineage",
     "output_schema",
     "run_facet_class",
+    "written_rows",
 ]
 
 #: The outputs' Parquet columns (runs/store.py): ``value``'s type is the stored one.
@@ -153,6 +154,17 @@ def _inputs(plan: PlanRecord | None, microbatch: Mapping[str, Any] | None) -> li
     return input_datasets(plan.sources, plan.n_columns, within=within)
 
 
+def written_rows(summary: Mapping[str, Any] | None) -> int | None:
+    """Rows a committed run (or microbatch) wrote to each output port: one per source,
+    whatever its outcome (a failed source's row holds its outcome and cause), so the
+    summary's ``sources.total``, not ``outputs.rows`` (the present ones). None before
+    anything committed."""
+    if not summary or "outputs" not in summary:
+        return None
+    total = (summary.get("sources") or {}).get("total")
+    return None if total is None else int(total)
+
+
 def _output(store: RunStore, run_id: str, summary: Mapping[str, Any] | None, manifest: Any) -> Any:
     from airflow.providers.common.compat.openlineage.facet import (
         OutputDataset,
@@ -162,9 +174,9 @@ def _output(store: RunStore, run_id: str, summary: Mapping[str, Any] | None, man
 
     name = dataset_name(store.outputs_uri(run_id))
     output_facets: dict[str, Any] = {}
-    rows = ((summary or {}).get("outputs") or {}).get("rows")
+    rows = written_rows(summary)
     if rows is not None:
-        output_facets["outputStatistics"] = OutputStatisticsOutputDatasetFacet(rowCount=int(rows))
+        output_facets["outputStatistics"] = OutputStatisticsOutputDatasetFacet(rowCount=rows)
     return OutputDataset(
         namespace=name.namespace,
         name=name.name,

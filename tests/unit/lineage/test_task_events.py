@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded
@@ -94,6 +96,27 @@ def test_a_failed_run_carries_its_failures_and_an_error_facet(
     message = event["run"]["facets"]["errorMessage"]["message"]
     assert "1 of 4 sources failed" in message
     assert "unreadable" in message
+
+
+def test_row_count_is_the_rows_the_outputs_hold(tmp_path, store_root, fake_engine) -> None:
+    """Every source has a row in the outputs (a failed one: its outcome and cause);
+    ``rowCount`` counted only the present ones (found on the e2e deployment)."""
+    import pyarrow.parquet as pq
+
+    files = landing(tmp_path, {"a": 4})
+    op = _operator(store_root, files, pipeline_kwargs={"poison": [files[1]]})
+    ti = ti_for()
+    with pytest.raises(RayOrchFailedRatioExceeded):
+        op.execute(context_for(ti))
+    event = build_event(op.get_openlineage_facets_on_failure(ti), "fail")
+    (output,) = event["outputs"]
+    written = sum(pq.read_metadata(p).num_rows for p in Path(output["name"]).rglob("*.parquet"))
+    assert written == 4
+    assert output["outputFacets"]["outputStatistics"]["rowCount"] == written
+    sensor, run, _mb = _sensors(store_root, facet_of(event)["runId"], 0)  # sources 0 and 1
+    for task, rows in ((sensor, 2), (run, 4)):
+        done = build_event(task.get_openlineage_facets_on_failure(ti_for("t")), "fail")
+        assert done["outputs"][0]["outputFacets"]["outputStatistics"]["rowCount"] == rows
 
 
 def test_submit_task_reports_the_planned_run(tmp_path, store_root, fake_engine) -> None:
