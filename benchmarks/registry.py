@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import airflow_path, sections
 from . import results as shapes
-from . import sections
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -74,6 +74,8 @@ REGISTRY: tuple[Section, ...] = (
         "simulator",
     ),
     Section("startup", _call(sections.startup), (), dict, "cold start"),
+    # a loopback Airflow deployment of its own: benchmarks/airflow_path
+    Section("airflow_path", airflow_path.run_section, (), dict, "the Airflow path"),
 )
 BY_NAME = {s.name: s for s in REGISTRY}
 SECTIONS = tuple(s.name for s in REGISTRY)

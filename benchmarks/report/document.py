@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..goals import evaluate
 from ..results import section_of
-from . import studies, workloads
+from . import airflow_path, studies, workloads
 from .markdown import table
 from .plots import render as render_plots
 
@@ -26,6 +26,9 @@ def write_report(results: dict[str, Any], out: Path, *, plots: bool = True) -> N
             images = render_plots(results, out)
         except ImportError:  # matplotlib comes with the bench extra only
             images = []
+    if results.get("airflow_path"):  # its own page (report/airflow_path.py)
+        page = {"command": results.get("command"), **results["airflow_path"]}
+        airflow_path.write_page(page, out, plots=plots)
     lines = _markdown(results, images)
     (out / "README.md").write_text("\n".join(lines) + "\n")
 
@@ -82,6 +85,7 @@ def _markdown(r: dict[str, Any], images: list[str]) -> list[str]:
     lines += workloads.overhead(r.get("overhead"))
     lines += workloads.startup(r.get("startup"))
     lines += studies.simulator(r.get("simulator"))
+    lines += airflow_path.section(r.get("airflow_path"))
     if r.get("errors"):
         lines += ["## Errors", ""] + [f"- {k}: {v}" for k, v in r["errors"].items()] + [""]
     if images:

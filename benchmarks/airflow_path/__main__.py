@@ -1,0 +1,39 @@
+"""``python -m benchmarks.airflow_path``: run the section alone and write its files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import BATCH, DOCUMENTS, measure
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").strip())
+    parser.add_argument("--runs", type=int, default=3, help="runs per variant (median)")
+    parser.add_argument("--event-files", type=int, default=4, help="files landed one by one")
+    parser.add_argument("--documents", type=int, default=DOCUMENTS)
+    parser.add_argument("--batch", type=int, default=BATCH, help="sources per microbatch")
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "benchmarks")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary root")
+    parser.add_argument("--no-plots", action="store_true")
+    args = parser.parse_args(argv)
+    result = measure(
+        args.runs, args.event_files, documents=args.documents, batch=args.batch, keep=args.keep
+    )
+    result["command"] = "python -m benchmarks.airflow_path " + " ".join(sys.argv[1:])
+    from ..report.airflow_path import write_page
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "airflow_path.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+    write_page(result, args.out, plots=not args.no_plots)
+    print((args.out / "airflow-path.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
