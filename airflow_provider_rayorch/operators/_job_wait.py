@@ -1,6 +1,7 @@
 """The operator's wait for its Ray job: the one job watch in a worker, the job's log
-relayed to the task log as it grows, and the task's error when the job did not
-complete the run (the driver's error line, else its exit code, else Ray's word)."""
+relayed to the task log as it grows (the stream's close wakes the wait: the job
+ended), and the task's error when the job did not complete the run (the driver's
+error line, else its exit code, else Ray's word)."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ class JobWaiting:
                 self._relay(relay, follower, job_id, ended=False)
                 if seen_now.ended:
                     break
-                time.sleep(self.poll_interval)
+                self._pause(follower)
             complete = self._relay(relay, follower, job_id, ended=True)
         finally:
             follower.stop()
@@ -83,6 +84,17 @@ class JobWaiting:
                 job_id, status, obs.message, logs, run_id=run_id, exit_code=_exit_of(watch)
             )
         return obs
+
+    def _pause(self, follower: LogFollower) -> None:
+        """Until the next look: the poll interval, cut short when Ray closes the job's
+        log stream, which it does once the job ended and its log was read to the end.
+        The task then ends about a second after its job, not up to a poll interval
+        later (issue 21: a median 3.2 s of the 5 s default on a loopback deployment).
+        A failed or already closed stream leaves the plain interval: no busy loop."""
+        if follower.failed is None and not follower.ended:
+            follower.wait_closed(self.poll_interval)
+        else:
+            time.sleep(self.poll_interval)
 
     def _relay(self, relay: LineRelay, follower: LogFollower, job_id: str, *, ended: bool) -> bool:
         """Relay what is new; returns whether the relayed log is complete (only
