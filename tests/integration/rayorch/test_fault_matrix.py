@@ -207,6 +207,9 @@ def always_exits(tmp_path: Path, in_flight: int) -> tuple[dict[Any, int], Any]:
         replicas=2,
         recovery=policy,
         max_batches_in_flight=in_flight,
+        # Batches queued on an actor of its own: a slot of the default shared process
+        # holds one at a time (that cell: test_shared_processes.py).
+        share_process=False,
     )
     result = run_ray(4 * START_S + 30, "run() always exits", pipeline, ROWS)
     counts = ran(tmp_path)
