@@ -21,6 +21,7 @@ from airflow_provider_rayorch.operators.local_head import (
     RayLocalHeadStartOperator,
     RayLocalHeadStopOperator,
 )
+from airflow_provider_rayorch.sensors._wait_mode import LISTENER_SENSOR_WINDOW, wait_mode
 from airflow_provider_rayorch.sensors.rayorch import (
     MICROBATCH_MAP_INDEX_TEMPLATE,
     RayOrchMicrobatchSensor,
@@ -101,7 +102,7 @@ def rayorch_microbatch_group(
     max_failed_ratio: float = 0.0,
     local_head: bool = False,
     local_head_num_cpus: int | None = None,
-    deferrable: bool = True,
+    deferrable: bool | None = None,
     poke_interval: float = 5.0,
     repair: Any = "on_clear",
     submit_kwargs: Mapping[str, Any] | None = None,
@@ -117,6 +118,12 @@ def rayorch_microbatch_group(
     after ``run``. ``repair`` is the microbatch sensors' (docs/airflow/repair.md):
     clearing a failed ``microbatch`` task instance with its downstream re-runs only
     its FAILED and SUPPRESSED sources, and ``run`` waits for that repair.
+
+    ``deferrable`` (default None) is the sensors' rule (``sensors/_wait_mode.py``): they
+    defer and end in the triggerer, unless listener plugins are registered (the
+    OpenLineage provider's), where they wait on workers, at most
+    ``LISTENER_SENSOR_WINDOW`` microbatch sensors of one run at once unless
+    ``sensor_kwargs`` sets ``max_active_tis_per_dagrun``.
     """
     with TaskGroup(group_id) as group:
         prefix = f"{group.group_id}." if group.group_id else ""
@@ -151,6 +158,8 @@ def rayorch_microbatch_group(
             "poke_interval": poke_interval,
         }
         extra = {"map_index_template": MICROBATCH_MAP_INDEX_TEMPLATE, **dict(sensor_kwargs or {})}
+        if not wait_mode(deferrable, None).deferrable:  # on workers: bound the slots held
+            extra.setdefault("max_active_tis_per_dagrun", LISTENER_SENSOR_WINDOW)
         sensors = RayOrchMicrobatchSensor.partial(
             task_id="microbatch",
             max_failed_ratio=max_failed_ratio,

@@ -22,6 +22,7 @@ from airflow_provider_rayorch.sensors._assets import (
     end_from_trigger_with_alias,
     with_alias_outlet,
 )
+from airflow_provider_rayorch.sensors._wait_mode import wait_mode
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger, RayOrchMicrobatchTrigger
 
 if TYPE_CHECKING:
@@ -69,13 +70,6 @@ def _real_job_id(job_id: str | None) -> str | None:
     return None if text in ("", "None") else text
 
 
-def _no_listeners() -> bool:
-    """No listener plugin is registered (Airflow's condition for ``end_from_trigger``)."""
-    from airflow.sdk.listener import get_listener_manager
-
-    return not get_listener_manager().has_listeners
-
-
 class _RunStoreSensor(BaseSensorOperator):
     """What both sensors share: a run in a run store, its Ray job, the failure bar.
 
@@ -85,6 +79,9 @@ class _RunStoreSensor(BaseSensorOperator):
         ``False`` resumes on a worker (``execute_complete``). ``None`` (default): end in
         the triggerer unless listeners are registered, since Airflow refuses
         ``end_from_trigger=True`` beside listeners (they would not see the task end).
+    :param deferrable: wait in the triggerer. ``None`` (default): only when the trigger
+        can end the task; otherwise wait on a worker, never resuming after a deferral
+        (:mod:`._wait_mode` says why).
     """
 
     def __init__(
@@ -96,7 +93,7 @@ class _RunStoreSensor(BaseSensorOperator):
         rayorch_conn_id: str = RayOrchHook.default_conn_name,
         ray_address: str | None = None,
         max_failed_ratio: float = 0.0,
-        deferrable: bool = True,
+        deferrable: bool | None = None,
         end_from_trigger: bool | None = None,
         **kwargs: Any,
     ) -> None:
@@ -108,10 +105,9 @@ class _RunStoreSensor(BaseSensorOperator):
         self.rayorch_conn_id = rayorch_conn_id
         self.ray_address = ray_address
         self.max_failed_ratio = float(max_failed_ratio)
-        self.deferrable = deferrable
-        self.end_from_trigger = (
-            _no_listeners() if end_from_trigger is None else bool(end_from_trigger)
-        )
+        mode = wait_mode(deferrable, end_from_trigger)
+        self.deferrable = mode.deferrable
+        self.end_from_trigger = mode.end_from_trigger
 
     @cached_property
     def hook(self) -> RayOrchHook:
@@ -354,8 +350,8 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
     :param outputs_asset_alias: name of an ``AssetAlias`` outlet that receives, once
         the run passed, its outputs folder as an Asset event with the lineage summary
         (``RayOrchOperator``'s event, :mod:`._assets`). Airflow 3.3 records no asset
-        event for a task its trigger ends, so with an alias the sensor resumes on a
-        worker (``end_from_trigger=False``; ``True`` is refused).
+        event for a task its trigger ends, so with an alias the sensor ends on a worker
+        (``end_from_trigger=False``; ``True`` is refused), waiting there by default.
     """
 
     template_fields: Sequence[str] = ("run_id", "run_store", "job_id", "ray_address")

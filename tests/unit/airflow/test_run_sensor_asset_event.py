@@ -15,6 +15,7 @@ from test_repair_sensors import failed_run  # noqa: F401 (a fixture)
 from airflow_provider_rayorch.lineage.assets import outputs_asset_event
 from airflow_provider_rayorch.lineage.summary import CAUSE_LIMIT, FAILURES_CAP
 from airflow_provider_rayorch.runs.store import RunStore
+from airflow_provider_rayorch.sensors import _wait_mode
 from airflow_provider_rayorch.sensors import rayorch as sensors
 from airflow_provider_rayorch.sensors.rayorch import RayOrchRunSensor
 
@@ -128,7 +129,7 @@ def test_with_an_alias_the_sensor_resumes_on_a_worker(monkeypatch, failed_run) -
     """Airflow 3.3 records no asset event for a task its trigger ends (a
     ``TaskSuccessEvent`` carries XComs only): with an alias the sensor resumes on a
     worker, whose ``execute_complete`` attaches the event."""
-    monkeypatch.setattr(sensors, "_no_listeners", lambda: True)
+    monkeypatch.setattr(_wait_mode, "listeners_registered", lambda: False)
     _, store, _ = failed_run
     sensor = _sensor(store, deferrable=True, job_id="j")
     assert sensor.end_from_trigger is False

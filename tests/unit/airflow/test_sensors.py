@@ -8,6 +8,7 @@ from airflow.sdk.exceptions import TaskDeferred
 
 from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded, RayOrchJobFailed
 from airflow_provider_rayorch.runs.store import RunStore
+from airflow_provider_rayorch.sensors import _wait_mode
 from airflow_provider_rayorch.sensors import rayorch as sensors
 from airflow_provider_rayorch.sensors.rayorch import (
     MICROBATCH_MAP_INDEX_TEMPLATE,
@@ -179,5 +180,5 @@ def test_end_from_trigger_defaults_to_airflows_rule(
     """By default the sensors end in the triggerer unless listener plugins are
     registered: Airflow refuses ``end_from_trigger=True`` beside listeners at DAG import
     (they would not see the task end)."""
-    monkeypatch.setattr(sensors, "_no_listeners", lambda: not listeners)
+    monkeypatch.setattr(_wait_mode, "listeners_registered", lambda: listeners)
     assert _sensor(tmp_path, end_from_trigger=given).end_from_trigger is ends

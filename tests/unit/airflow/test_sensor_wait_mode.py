@@ -1,0 +1,167 @@
+"""How the sensors wait, beside listener plugins and without (sensors/_wait_mode.py).
+
+Beside a listener a deferred sensor would resume on a worker, where Airflow 3.3's
+scheduler can fail the resumed try (apache/airflow#72716; tests/e2e/
+test_sensors_under_listener.py measures it): the sensors wait on a worker instead.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+from airflow.sdk import DAG
+from airflow.sdk.exceptions import TaskDeferred
+from airflow.sdk.listener import get_listener_manager
+
+from airflow_provider_rayorch.operators.microbatch import rayorch_microbatch_group
+from airflow_provider_rayorch.runs.store import RunStore
+from airflow_provider_rayorch.sensors._wait_mode import (
+    LISTENER_SENSOR_WINDOW,
+    WaitMode,
+    listeners_registered,
+    wait_mode,
+)
+from airflow_provider_rayorch.sensors.rayorch import RayOrchMicrobatchSensor, RayOrchRunSensor
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+pytestmark = pytest.mark.timeout(30)
+
+MB = {"index": 0, "first_source": 0, "count": 2}
+
+
+class _Listener:
+    """A listener plugin, as the OpenLineage provider registers one."""
+
+    def on_task_instance_running(self, previous_state, task_instance) -> None:
+        return None
+
+
+@pytest.fixture(autouse=True)
+def no_listeners() -> Iterator[None]:
+    """No listener registered unless a test adds one (Airflow may load its example
+    plugins' listener in a test process); the process's own come back afterwards."""
+    manager = get_listener_manager()
+    kept = list(manager.pm.get_plugins())
+    manager.clear()
+    try:
+        yield
+    finally:
+        manager.clear()
+        for plugin in kept:
+            manager.add_listener(plugin)
+
+
+@pytest.fixture
+def listener(no_listeners) -> _Listener:
+    plugin = _Listener()
+    get_listener_manager().add_listener(plugin)
+    return plugin
+
+
+def test_without_listeners_the_sensors_defer_and_end_in_the_triggerer() -> None:
+    assert not listeners_registered()
+    assert wait_mode(None, None) == WaitMode(deferrable=True, end_from_trigger=True)
+
+
+@pytest.mark.usefixtures("listener")
+def test_beside_a_listener_the_sensors_wait_on_a_worker() -> None:
+    assert listeners_registered()
+    assert wait_mode(None, None) == WaitMode(deferrable=False, end_from_trigger=False)
+
+
+@pytest.mark.usefixtures("listener")
+@pytest.mark.parametrize(
+    ("deferrable", "end_from_trigger"), [(True, False), (True, True), (False, True)]
+)
+def test_explicit_values_win(deferrable: bool, end_from_trigger: bool) -> None:
+    assert wait_mode(deferrable, end_from_trigger) == WaitMode(deferrable, end_from_trigger)
+
+
+def _microbatch_sensor(tmp_path, **kw) -> RayOrchMicrobatchSensor:
+    return RayOrchMicrobatchSensor(
+        task_id="mb", microbatch=MB, run_id="r", run_store=str(tmp_path), poke_interval=0.01, **kw
+    )
+
+
+@pytest.mark.usefixtures("listener")
+def test_beside_a_listener_a_microbatch_sensor_never_defers(tmp_path) -> None:
+    """Its execute pokes on the worker until the manifest commits: no TaskDeferred,
+    hence no resumed try for Airflow's scheduler to fail."""
+    sensor = _microbatch_sensor(tmp_path)
+    assert (sensor.deferrable, sensor.end_from_trigger) == (False, False)
+    store = RunStore(str(tmp_path))
+    looks = 0
+    real_look = sensor._look
+
+    def look(index=None):
+        nonlocal looks
+        looks += 1
+        if looks == 2:  # commits while the sensor waits
+            store.commit_microbatch("r", 0, _manifest())
+        return real_look(index)
+
+    sensor._look = look  # type: ignore[method-assign]
+    summary = sensor.execute({"ti": _Ti()})
+    assert summary["sources"]["present"] == 2
+    assert looks == 2  # it waited on the worker, looking again
+
+
+def test_without_listeners_a_microbatch_sensor_defers(tmp_path) -> None:
+    with pytest.raises(TaskDeferred) as deferred:
+        _microbatch_sensor(tmp_path).execute({"ti": _Ti()})
+    assert deferred.value.trigger.end_from_trigger is True
+
+
+@pytest.mark.usefixtures("listener")
+def test_beside_a_listener_the_run_sensor_waits_on_a_worker(tmp_path) -> None:
+    run = RayOrchRunSensor(task_id="run", run_id="r", run_store=str(tmp_path), job_id="j")
+    assert (run.deferrable, run.end_from_trigger) == (False, False)
+
+
+@pytest.mark.usefixtures("listener")
+def test_beside_a_listener_the_group_bounds_its_waiting_sensors() -> None:
+    with DAG("wait_mode_group", schedule=None) as dag:
+        rayorch_microbatch_group("docs", pipeline="m:f", sources=["a", "b"])
+    assert dag.get_task("docs.microbatch").max_active_tis_per_dagrun == LISTENER_SENSOR_WINDOW
+
+
+@pytest.mark.usefixtures("listener")
+def test_the_groups_window_is_the_users_when_given() -> None:
+    with DAG("wait_mode_group", schedule=None) as dag:
+        rayorch_microbatch_group(
+            "docs",
+            pipeline="m:f",
+            sources=["a", "b"],
+            sensor_kwargs={"max_active_tis_per_dagrun": 9},
+        )
+    assert dag.get_task("docs.microbatch").max_active_tis_per_dagrun == 9
+
+
+def test_without_listeners_the_group_sets_no_window() -> None:
+    with DAG("wait_mode_group", schedule=None) as dag:
+        rayorch_microbatch_group("docs", pipeline="m:f", sources=["a", "b"])
+    assert dag.get_task("docs.microbatch").max_active_tis_per_dagrun is None
+
+
+class _Ti:
+    """The few task-instance fields a first try reads."""
+
+    try_number = 1
+    max_tries = 0
+    dag_id, run_id, task_id, map_index = "d", "r", "mb", 0
+
+    def xcom_push(self, key, value) -> None:
+        pass
+
+
+def _manifest() -> dict:
+    return {
+        "run_id": "r",
+        "index": 0,
+        "state": "success",
+        "sources": {"total": 2, "present": 2, "dropped": 0, "failed": 0, "suppressed": 0},
+        "failures": [],
+    }
