@@ -41,6 +41,7 @@ import ray
 
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.execution.shared_process import actor_of
+from airflow_provider_rayorch.rayorch.program.shared_processes import process_groups
 
 from .chaos_faults import (
     START_EXIT,
@@ -272,6 +273,17 @@ def main() -> None:
         "actor_start_failures": totals["actor_start_failures"],
         "batch_timeout_s": args.batch_timeout or None,
         "share_process": args.share,
+        #: The actor processes several modules share, as the engine resolved them
+        #: (``--share``: the named one; otherwise the default for modules that ask
+        #: for nothing, e.g. with ``--batch-timeout 0``).
+        "shared_processes": {
+            name: [m.name for m in members]
+            for name, members in process_groups(
+                ChaosPipeline(fault_dir, 0.01, args.batch_timeout or None, args.share)
+                .compile()
+                .modules
+            ).items()
+        },
         "seconds": round(time.perf_counter() - started, 1),
         "ray": ray.__version__,
     }
