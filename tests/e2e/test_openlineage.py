@@ -239,7 +239,13 @@ def _facets(event: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
 def schema_errors(event: dict[str, Any]) -> list[str]:
     """Where ``event`` breaks OpenLineage's schema: the event against the spec
     (``oneOf`` RunEvent, DatasetEvent, JobEvent), each facet against the schema its
-    ``_schemaURL`` names, which must be one of the stored spec's or ours."""
+    ``_schemaURL`` names, which must be one of the stored spec's or ours.
+
+    The Airflow provider's facets (``airflow``, ``airflowDagRun``, ...) name the
+    spec's base ``RunFacet``/``JobFacet``, so that is what they are checked against
+    (the schemas apache-airflow-providers-openlineage 2.20.3 ships for them reject
+    them: no ``taskInstance.pool`` under Airflow 3, an integer
+    ``retry_exponential_backoff``; theirs to fix, not this provider's)."""
     errors = _errors(event, CORE)
     for where, facet in _facets(event):
         url = str(facet.get("_schemaURL", ""))

@@ -37,9 +37,10 @@ with DAG(
     start_date=START,
     catchup=False,
     render_template_as_native_obj=True,  # ``sources`` renders as the conf's list
-    # With the listener, the sensors resume on a worker, where Airflow 3.3's
-    # stale-success race (apache/airflow#72716) can fail a try: retries (the group
-    # passes no retries to its run sensor, so the DAG's defaults give them to all).
+    # A deferred sensor resumes on a worker beside the listener, where Airflow 3.3's
+    # stale-success race (apache/airflow#72716) can fail a try: retries, which the
+    # test records (the group passes no retries to its run sensor: the DAG's
+    # defaults give them to every task).
     default_args={"retries": 2, "retry_delay": timedelta(seconds=1)},
 ):
     rayorch_microbatch_group(
