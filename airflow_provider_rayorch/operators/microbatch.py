@@ -50,6 +50,13 @@ class RayOrchSubmitOperator(JobSubmitting, RunTask):
 
     def __init__(self, *, durable: bool = True, **kwargs: Any) -> None:
         # RayOrchOperator's parameters, ``durable`` (ResumableJobMixin's) included
+        if kwargs.get("outputs_asset_alias"):
+            raise ValueError(
+                f"RayOrchSubmitOperator(outputs_asset_alias={kwargs['outputs_asset_alias']!r})"
+                ": the submit ends before the run has outputs; give the alias to the run "
+                "sensor (RayOrchRunSensor(outputs_asset_alias=...), or "
+                "rayorch_microbatch_group(outputs_asset_alias=...))"
+            )
         super().__init__(**kwargs)
         self.durable = durable
 
@@ -107,6 +114,7 @@ def rayorch_microbatch_group(
     repair: Any = "on_clear",
     submit_kwargs: Mapping[str, Any] | None = None,
     sensor_kwargs: Mapping[str, Any] | None = None,
+    outputs_asset_alias: str | None = None,
 ) -> TaskGroup:
     """A task group: ``submit`` >> ``microbatch`` (mapped sensors) >> ``run``.
 
@@ -123,7 +131,8 @@ def rayorch_microbatch_group(
     defer and end in the triggerer, unless listener plugins are registered (the
     OpenLineage provider's), where they wait on workers, at most
     ``LISTENER_SENSOR_WINDOW`` microbatch sensors of one run at once unless
-    ``sensor_kwargs`` sets ``max_active_tis_per_dagrun``.
+    ``sensor_kwargs`` sets ``max_active_tis_per_dagrun``. ``outputs_asset_alias`` is the
+    ``run`` sensor's: once the run passed, its outputs folder as an Asset event.
     """
     with TaskGroup(group_id) as group:
         prefix = f"{group.group_id}." if group.group_id else ""
@@ -168,7 +177,11 @@ def rayorch_microbatch_group(
             **extra,
         ).expand(microbatch=submit.output)
         run = RayOrchRunSensor(
-            task_id="run", trigger_rule="all_done", max_failed_ratio=max_failed_ratio, **common
+            task_id="run",
+            trigger_rule="all_done",
+            max_failed_ratio=max_failed_ratio,
+            outputs_asset_alias=outputs_asset_alias,
+            **common,
         )
         submit >> sensors >> run
         if head is not None:

@@ -165,3 +165,29 @@ def _manifest() -> dict:
         "sources": {"total": 2, "present": 2, "dropped": 0, "failed": 0, "suppressed": 0},
         "failures": [],
     }
+
+
+def test_a_run_sensor_with_an_outputs_alias_waits_on_a_worker(tmp_path) -> None:
+    """Its Asset event is attached on a worker; waiting there, it never resumes."""
+    run = RayOrchRunSensor(
+        task_id="run", run_id="r", run_store=str(tmp_path), job_id="j", outputs_asset_alias="a"
+    )
+    assert (run.deferrable, run.end_from_trigger) == (False, False)
+
+
+def test_the_group_gives_its_outputs_alias_to_the_run_sensor() -> None:
+    with DAG("wait_mode_group", schedule=None) as dag:
+        rayorch_microbatch_group(
+            "docs", pipeline="m:f", sources=["a", "b"], outputs_asset_alias="prepared"
+        )
+    assert dag.get_task("docs.run").outputs_asset_alias == "prepared"
+    assert [o.name for o in dag.get_task("docs.run").outlets] == ["prepared"]
+
+
+def test_the_submit_refuses_an_outputs_alias() -> None:
+    from airflow_provider_rayorch.operators.microbatch import RayOrchSubmitOperator
+
+    with pytest.raises(ValueError, match="give the alias to the run sensor"):
+        RayOrchSubmitOperator(
+            task_id="submit", pipeline="m:f", sources=["a"], outputs_asset_alias="prepared"
+        )
