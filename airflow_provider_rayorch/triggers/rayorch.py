@@ -51,6 +51,13 @@ def _positive(name: str, value: float) -> float:
     return value
 
 
+async def _close(hook: RayOrchHook) -> None:
+    """Close the hook's HTTP client: a triggerer runs for weeks, one trigger after
+    another, and an unclosed client keeps its connections."""
+    with contextlib.suppress(Exception):
+        await hook.aclose()
+
+
 class RayOrchJobTrigger(BaseTrigger):
     """Fires once the Ray job of a run ends; logs committed microbatches and job logs.
 
@@ -176,6 +183,7 @@ class RayOrchJobTrigger(BaseTrigger):
                 tail.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await tail
+            await _close(hook)
 
     async def _log_end(self, tail: asyncio.Task[None] | None) -> None:
         """Let a streaming tail relay the log's last lines (an error line among them)
@@ -229,7 +237,11 @@ class RayOrchJobTrigger(BaseTrigger):
 
     async def on_kill(self) -> None:
         """The user killed the deferred task: stop (never delete) the Ray job."""
-        await self._hook().astop_job(self.job_id)
+        hook = self._hook()
+        try:
+            await hook.astop_job(self.job_id)
+        finally:
+            await _close(hook)
 
 
 class RayOrchMicrobatchTrigger(BaseTrigger):
@@ -314,19 +326,22 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
             log=self.log,
             index=self.index,
         )
-        while True:
-            try:
-                obs = await watch.alook()
-            except RayOrchClusterError as exc:
-                yield self._not_committed(str(exc))
-                return
-            if obs.ended:
-                if obs.manifest is not None:
-                    yield await self._committed(obs.manifest)
-                else:
-                    yield self._not_committed(
-                        f"Ray job {self.job_id} ended {obs.status} before microbatch "
-                        f"{self.index} of run {self.run_id} committed"
-                    )
-                return
-            await asyncio.sleep(self.poll_interval)
+        try:
+            while True:
+                try:
+                    obs = await watch.alook()
+                except RayOrchClusterError as exc:
+                    yield self._not_committed(str(exc))
+                    return
+                if obs.ended:
+                    if obs.manifest is not None:
+                        yield await self._committed(obs.manifest)
+                    else:
+                        yield self._not_committed(
+                            f"Ray job {self.job_id} ended {obs.status} before microbatch "
+                            f"{self.index} of run {self.run_id} committed"
+                        )
+                    return
+                await asyncio.sleep(self.poll_interval)
+        finally:
+            await _close(hook)

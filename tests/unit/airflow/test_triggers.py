@@ -349,3 +349,62 @@ def test_triggers_serialize_the_bar_and_whether_they_end_the_task() -> None:
     # a trigger serialized by an earlier version has neither: it fires, the task resumes
     old = RayOrchMicrobatchTrigger(run_id="r", run_store="/s", index=0)
     assert (_roundtrip(old).max_failed_ratio, _roundtrip(old).end_from_trigger) == (0.0, False)
+
+
+def _closes(monkeypatch) -> list[str]:
+    closed: list[str] = []
+
+    async def aclose(self) -> None:
+        closed.append(self.rayorch_conn_id)
+
+    monkeypatch.setattr(triggers.RayOrchHook, "aclose", aclose)
+    return closed
+
+
+async def _all(trigger) -> list:
+    return [event.payload async for event in trigger.run()]
+
+
+def test_triggers_close_their_http_client_when_they_end(monkeypatch, tmp_path) -> None:
+    """A triggerer runs trigger after trigger for weeks: each closes its client."""
+    closed = _closes(monkeypatch)
+
+    async def info(self, job_id):
+        return {"status": "SUCCEEDED", "message": ""}
+
+    monkeypatch.setattr(triggers.RayOrchHook, "aget_job_info", info)
+    job = RayOrchJobTrigger(
+        job_id="j", run_id="r", run_store=str(tmp_path), poll_interval=0.01, tail_logs=False
+    )
+    assert [e["status"] for e in asyncio.run(_all(job))] == ["success"]
+    RunStore(str(tmp_path)).commit_microbatch("r", 0, {"state": "success"})
+    mb = RayOrchMicrobatchTrigger(run_id="r", run_store=str(tmp_path), index=0, poll_interval=0.01)
+    assert [e["status"] for e in asyncio.run(_all(mb))] == ["committed"]
+    assert closed == ["rayorch_default", "rayorch_default"]
+
+
+def test_a_cancelled_trigger_closes_its_client(monkeypatch, tmp_path) -> None:
+    """The triggerer cancels a trigger whose task was cleared or timed out."""
+    closed = _closes(monkeypatch)
+    mb = RayOrchMicrobatchTrigger(run_id="r", run_store=str(tmp_path), index=0, poll_interval=0.01)
+
+    async def scenario() -> None:
+        task = asyncio.create_task(_all(mb))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+    assert closed == ["rayorch_default"]
+
+
+def test_on_kill_closes_its_client(monkeypatch) -> None:
+    closed = _closes(monkeypatch)
+
+    async def stop(self, job_id):
+        return True
+
+    monkeypatch.setattr(triggers.RayOrchHook, "astop_job", stop)
+    asyncio.run(RayOrchJobTrigger(job_id="j9", run_id="r", run_store="/s").on_kill())
+    assert closed == ["rayorch_default"]
