@@ -434,3 +434,25 @@ def test_tries_under_the_listener(ol_runs: dict[str, Any], record_property) -> N
     print(f"tries under the listener: {json.dumps(tries)}; retried: {json.dumps(failed)}")
     assert tries.pop(f"{OPERATOR}.docs[-1]") == ["failed"]  # the poisoned run, one try
     assert all(states[-1] == "success" for states in tries.values()), tries
+
+
+@pytest.mark.timeout(600)
+def test_the_ray_jobs_know_their_parent_runs(
+    ol_runs: dict[str, Any], airflow_rest: AirflowRest, ray_head: dict[str, Any], ray_token: str
+) -> None:
+    """Each Ray job's environment names the OpenLineage run of the task that submitted
+    it, and of its DAG run, as their events do: what is emitted inside links up."""
+    from ray.job_submission import JobSubmissionClient
+
+    client = JobSubmissionClient(
+        ray_head["address"], headers={"Authorization": f"Bearer {ray_token}"}
+    )
+    events = _read_events(ol_runs["events_file"])
+    for dag_id, task_id in ((OPERATOR, "docs"), (GROUP, "docs.submit")):
+        job_id = airflow_rest.xcom(dag_id, ol_runs["runs"][dag_id], task_id, key="rayorch_job_id")
+        env = client.get_job_info(job_id).runtime_env["env_vars"]
+        task_run = {e["run"]["runId"] for e in events if e["job"]["name"] == f"{dag_id}.{task_id}"}
+        dag_run = {e["run"]["runId"] for e in events if e["job"]["name"] == dag_id}
+        assert len(task_run) == len(dag_run) == 1
+        assert env["OPENLINEAGE_PARENT_ID"] == f"{NAMESPACE}/{dag_id}.{task_id}/{task_run.pop()}"
+        assert env["OPENLINEAGE_ROOT_PARENT_ID"] == f"{NAMESPACE}/{dag_id}/{dag_run.pop()}"
