@@ -177,9 +177,11 @@ def _n_microbatches() -> int:
 
 
 def _read_events(path: Path) -> list[dict[str, Any]]:
+    """The events written so far: complete lines only (one may be being appended)."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    text = path.read_text().rpartition("\n")[0]
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def _tries(rest: AirflowRest, runs: dict[str, str]) -> dict[str, list[str]]:
