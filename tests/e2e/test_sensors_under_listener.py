@@ -1,0 +1,164 @@
+"""The 24-sensor commit-as-they-wait DAG under the OpenLineage listener.
+
+Beside a listener Airflow refuses ``end_from_trigger``, so a deferred sensor resumes on a
+worker, where Airflow 3.3's scheduler can fail the resumed try as a "state mismatch"
+(apache/airflow#72716): measured on this deployment before the fix, 3 of 48 tries
+failed so in two runs. The sensors therefore wait on a worker beside listeners
+(airflow_provider_rayorch/sensors/_wait_mode.py). This module runs the DAG of
+test_deferral.py on a deployment with the listener on, committing each microbatch the
+moment its sensor starts waiting, several times: every sensor ends in its first try, no
+state mismatch is logged, and the listener saw every sensor end (its events are in the
+file transport's output).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from deployment import start_deployment
+from e2e_helpers import ROOT
+from e2e_runs import failure_digest, start_runs
+from rest import AirflowRest
+
+from airflow_provider_rayorch.runs.store import RunStore
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+    from deployment import Deployment
+
+pytest.importorskip("airflow.providers.openlineage")
+pytestmark = [pytest.mark.slow]
+
+DAG_FILE = ROOT / "tests" / "e2e" / "deployment_dags" / "rayorch_commit_on_defer.py"
+DAG_ID, TASK, RUN = "rayorch_commit_on_defer", "microbatch", "commit-on-defer"
+SENSORS = 24
+#: runs of the DAG per CI run (each one 24 sensors racing their commits)
+RUNS = 2
+DEADLINE_S = 300
+ENDED = {"success", "failed", "upstream_failed", "skipped"}
+WAITING = {"running", "deferred"}
+
+
+@pytest.fixture(scope="module")
+def events_file(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("listener-events") / "openlineage-events.jsonl"
+
+
+@pytest.fixture(scope="module")
+def airflow_deployment(tmp_path_factory, events_file) -> Iterator[Deployment]:
+    """A deployment with the OpenLineage listener on (file transport); named
+    ``airflow_deployment`` so a failure carries its logs."""
+    transport = {"type": "file", "log_file_path": str(events_file), "append": True}
+    deployment = start_deployment(
+        tmp_path_factory.mktemp("listener"),
+        [DAG_FILE],
+        extra_env={
+            "AIRFLOW__OPENLINEAGE__DISABLED": "false",
+            "AIRFLOW__OPENLINEAGE__NAMESPACE": "rayorch-listener",
+            "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(transport),
+        },
+    )
+    try:
+        yield deployment
+    finally:
+        deployment.stop()
+
+
+def _manifest(index: int) -> dict[str, Any]:
+    """Microbatch 0 has 2 of its 4 sources FAILED (over the DAG's 0.25 bar)."""
+    failed = 2 if index == 0 else 0
+    return {
+        "run_id": RUN,
+        "index": index,
+        "state": "success",
+        "sources": {
+            "total": 4,
+            "present": 4 - failed,
+            "dropped": 0,
+            "failed": failed,
+            "suppressed": 0,
+        },
+        "failures": [
+            {"source": s, "outcome": "failed", "cause": f"page {s}: unreadable"}
+            for s in range(failed)
+        ],
+    }
+
+
+def _commit_each_as_it_waits(
+    rest: AirflowRest, run_id: str, store: RunStore
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """Commit each sensor's manifest as soon as it waits (running on a worker, or
+    deferred); return the task instances once all sensors ended."""
+    committed: set[int] = set()
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        tis = rest.task_instances(DAG_ID, run_id)
+        mapped = {i: ti for (task, i), ti in tis.items() if task == TASK and i >= 0}
+        for i, ti in mapped.items():
+            if ti["state"] in WAITING and i not in committed:
+                store.commit_microbatch(RUN, i, _manifest(i))
+                committed.add(i)
+        if len(mapped) == SENSORS and all(ti["state"] in ENDED for ti in mapped.values()):
+            return tis
+        time.sleep(0.25)
+    raise AssertionError(
+        f"the sensors did not all end within {DEADLINE_S}s (committed {sorted(committed)})\n"
+        + failure_digest(rest, DAG_ID, run_id)
+    )
+
+
+def _sensor_ends_seen_by_listener(events_file: Path, run_id: str) -> set[int]:
+    """The map indexes of the sensors whose COMPLETE or FAIL event the listener wrote."""
+    seen: set[int] = set()
+    for line in events_file.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("eventType") not in ("COMPLETE", "FAIL"):
+            continue
+        facets = event.get("run", {}).get("facets", {})
+        airflow = facets.get("airflow", {})
+        ti = airflow.get("taskInstance", {})
+        dag_run = airflow.get("dagRun", {})
+        if airflow.get("task", {}).get("task_id") == TASK and dag_run.get("run_id") == run_id:
+            seen.add(int(ti.get("map_index", -1)))
+    return seen
+
+
+@pytest.mark.timeout(RUNS * (DEADLINE_S + 60) + 120)
+def test_sensors_under_the_listener_end_in_their_first_try(
+    airflow_deployment: Deployment, events_file: Path
+) -> None:
+    rest = AirflowRest(airflow_deployment.url, on_timeout=airflow_deployment.logs)
+    for r in range(RUNS):
+        store_dir = airflow_deployment.root / f"listener-store-{r}"
+        conf = {"conf": {"run_store": str(store_dir)}}
+        run_id = (
+            start_runs(rest, {DAG_ID: conf})
+            if r == 0
+            else {DAG_ID: rest.trigger(DAG_ID, **conf)["dag_run_id"]}
+        )[DAG_ID]
+        tis = _commit_each_as_it_waits(rest, run_id, RunStore(str(store_dir)))
+        digest = failure_digest(rest, DAG_ID, run_id)
+        mismatches = rest.get("eventLogs", dag_id=DAG_ID, run_id=run_id, event="state mismatch")
+        assert mismatches["event_logs"] == [], f"run {r}: {digest}"
+        states = {i: (ti["state"], ti["try_number"]) for (t, i), ti in tis.items() if t == TASK}
+        expected = {0: ("failed", 1), **{i: ("success", 1) for i in range(1, SENSORS)}}
+        assert states == expected, f"run {r}: {digest}"
+        summary = rest.xcom(DAG_ID, run_id, TASK, map_index=1)
+        assert (summary["state"], summary["sources"]["present"]) == ("success", 4)
+        log = rest.task_log(DAG_ID, run_id, TASK, 1, 0)
+        assert "failed ratio 0.500 exceeds max_failed_ratio 0.25" in log
+        # the listener was on: it saw every sensor end (the events of a task come from
+        # its worker, written before the task instance's end is visible)
+        assert rest.wait(
+            lambda run_id=run_id: (
+                _sensor_ends_seen_by_listener(events_file, run_id) == set(range(SENSORS))
+            ),
+            60,
+            "the listener's end events of every sensor",
+        )
