@@ -12,6 +12,7 @@ import ray
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.errors import ResourceUnavailableError
 from airflow_provider_rayorch.rayorch.execution.ray_backend import RayBackend
+from airflow_provider_rayorch.rayorch.execution.shared_process import actor_of
 
 from .udfs import DiePipeline, Docs, FanSlow, Gate, Gated, Grouped, Identity
 
@@ -69,7 +70,9 @@ def test_executor_keeps_pools_warm_across_runs() -> None:
 
 def test_actors_start_a_few_at_a_time_and_join_runs_as_they_come_up() -> None:
     expected = ro.run(Docs(replicas=3), DOCS, backend="local")
-    with ro.Executor(Docs(replicas=3), backend="ray", actor_start_concurrency=1) as executor:
+    # Processes of their own (by default these modules would share one process).
+    pipeline = Docs(replicas=3, share=False)
+    with ro.Executor(pipeline, backend="ray", actor_start_concurrency=1) as executor:
         backend: Any = executor._backend
         # open() returned with one actor per pool; the page pool's other two start later.
         assert sorted(k.split("#")[0] for k in backend._up) == ["join", "page", "split"]
@@ -207,7 +210,8 @@ def kill_randomly(
         actors = [(k, a) for k, a in list(backend._actors.items()) if k.startswith("slow")]
         if actors:
             key, actor = rng.choice(actors)
-            ray.kill(actor, no_restart=True)
+            # By default split and slow share one process: killing it ends every slot.
+            ray.kill(actor_of(actor), no_restart=True)
             kills.append(key)
 
 

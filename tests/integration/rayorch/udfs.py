@@ -31,18 +31,27 @@ class Join:
 
 
 class Docs(ro.Pipeline):
+    """``share``: every module's ``share_process`` (None: the engine's default, which
+    puts these three modules, asking Ray for nothing, in one process)."""
+
     def __init__(
-        self, batch: int = 4, replicas: int = 2, batching: str = "any_parent", in_flight: int = 2
+        self,
+        batch: int = 4,
+        replicas: int = 2,
+        batching: str = "any_parent",
+        in_flight: int = 2,
+        share: str | bool | None = None,
     ) -> None:
-        self.split = ro.RayModule(Split).ray_options(batch_size=3)
+        self.split = ro.RayModule(Split).ray_options(batch_size=3, share_process=share)
         self.page = ro.RayModule(Page).ray_options(
             replicas=replicas,
             batch_size=batch,
             batching=batching,
             max_batches_in_flight=in_flight,
             recovery=ro.RecoveryPolicy.isolate_tail(),
+            share_process=share,
         )
-        self.join = ro.RayModule(Join).ray_options(batch_size=5)
+        self.join = ro.RayModule(Join).ray_options(batch_size=5, share_process=share)
 
     def forward(self, doc: Any) -> Any:
         pages = ro.F.expand(self.split(doc), domain="page")
