@@ -16,12 +16,13 @@ poll loop; the triggers iterate :func:`astream_job_logs` themselves.
 from __future__ import annotations
 
 import asyncio
+import json
 import queue
 import threading
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_rayorch.common.progress import relay_line
+from airflow_provider_rayorch.common.progress import EVENT_MARKER, relay_line
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -35,17 +36,29 @@ KEEP_LINES = 200
 #: After the job ended, how long Ray may take to close its log stream (it reads the
 #: log to its end first, polling every second).
 STREAM_CLOSE_WAIT_S = 10.0
+#: The driver's events that change what a waiting task sees: a committed microbatch,
+#: the run's end (the driver exits next).
+RUN_EVENTS = frozenset({"microbatch", "end"})
 
 
 class LineRelay:
-    """Prints each complete line once; remembers how many characters it consumed and
-    the last :data:`KEEP_LINES` lines."""
+    """Prints each complete line once; remembers how many characters it consumed, the
+    last :data:`KEEP_LINES` lines, and the driver's run events (:data:`RUN_EVENTS`):
+    whether one came since :meth:`take_news`, and whether the run's end came."""
 
     def __init__(self, log: Any, prefix: str) -> None:
         self.log, self.prefix = log, prefix
         self.consumed = 0
         self.tail: deque[str] = deque(maxlen=KEEP_LINES)
         self._partial = ""
+        self._news = False
+        #: the driver's ``end`` event was relayed: its process exits next
+        self.run_ended = False
+
+    def take_news(self) -> bool:
+        """Whether a run event was relayed since the last call."""
+        news, self._news = self._news, False
+        return news
 
     def feed(self, chunk: str) -> None:
         """Relay the complete lines of a new ``chunk``; keep an unfinished last line."""
@@ -69,6 +82,16 @@ class LineRelay:
         line = line.rstrip("\r")
         self.tail.append(line)
         relay_line(self.log, self.prefix, line)
+        _, marker, payload = line.partition(EVENT_MARKER)
+        if marker:
+            try:
+                event = json.loads(payload).get("event")
+            except (ValueError, AttributeError):
+                return
+            if event in RUN_EVENTS:
+                self._news = True
+            if event == "end":
+                self.run_ended = True
 
 
 async def astream_job_logs(api: JobsApi, job_id: str) -> AsyncIterator[str]:
@@ -108,6 +131,7 @@ class LogFollower:
         self.failed: BaseException | None = None
         self.received = 0
         self._done = threading.Event()
+        self._activity = threading.Event()  # a chunk came, or the stream ended
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"rayorch-log-{job_id}", daemon=True)
 
@@ -126,12 +150,14 @@ class LogFollower:
             self.failed = exc
         finally:
             self._done.set()
+            self._activity.set()
 
     async def _follow(self) -> None:
         api = self._api_factory()
         async for chunk in astream_job_logs(api, self.job_id):
             self.received += len(chunk)
             self._chunks.put(chunk)
+            self._activity.set()
             if self._stop.is_set():
                 return
 
@@ -143,6 +169,12 @@ class LogFollower:
                 parts.append(self._chunks.get_nowait())
             except queue.Empty:
                 return "".join(parts)
+
+    def wait_activity(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for a chunk to :meth:`drain` or the stream's end."""
+        came = self._activity.wait(timeout)
+        self._activity.clear()  # a chunk put meanwhile is drained by the caller next
+        return came
 
     def wait_closed(self, timeout: float) -> bool:
         """Wait up to ``timeout`` s for Ray to close the stream (the end of the log)."""

@@ -62,7 +62,7 @@ def _rayorch_facts(bench: Bench, dag_id: str, run_id: str, task_id: str) -> dict
     job_id = rest.xcom(dag_id, run_id, task_id, "rayorch_job_id")
     store = RunStore(str(rest.xcom(dag_id, run_id, task_id, "rayorch_run_store")))
     commits = sorted(ts(m.get("committed_at")) or 0.0 for m in store.manifests(rid))
-    run_json = Path(store.root) / rid / "run.json"
+    run_json, report = Path(store.root) / rid / "run.json", Path(store.root) / rid / "report.html"
     job = bench.ray_job(job_id) or {}
     return {
         "job_start": (job.get("start_time") or 0) / 1000 or None,
@@ -70,6 +70,7 @@ def _rayorch_facts(bench: Bench, dag_id: str, run_id: str, task_id: str) -> dict
         "first_commit": commits[0] if commits else None,
         "last_commit": commits[-1] if commits else None,
         "run_manifest": run_json.stat().st_mtime if run_json.exists() else None,
+        "report": report.stat().st_mtime if report.exists() else None,
         "microbatches": len(commits),
     }
 
@@ -132,6 +133,10 @@ def measure_run(bench: Bench, variant: str, *, timeout: float = 600) -> dict[str
         "first_to_last_commit_s": _span(facts["first_commit"], facts["last_commit"]),
         "last_commit_to_job_end_s": _span(facts["last_commit"], facts["job_end"]),
         "job_end_to_task_end_s": _span(facts["job_end"], facts["task_end"]),
+        # the driver's tail: executor shut down and run manifest, report, exit
+        "last_commit_to_run_manifest_s": _span(facts["last_commit"], facts.get("run_manifest")),
+        "run_manifest_to_report_s": _span(facts.get("run_manifest"), facts.get("report")),
+        "report_to_job_end_s": _span(facts.get("report"), facts["job_end"]),
         "task_end_to_success_s": _span(facts["task_end"], facts["success"]),
     }
     if variant == "microbatch pattern":

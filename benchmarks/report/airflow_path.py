@@ -27,6 +27,9 @@ PARTS = [
     ("first_to_last_commit_s", "first commit -> last commit (the rest of the work)"),
     ("first_commit_to_sensor_s", "first commit -> its sensor ends"),
     ("last_commit_to_job_end_s", "last commit -> job end (run manifest, report, exit)"),
+    ("last_commit_to_run_manifest_s", "- of which last commit -> run manifest"),
+    ("run_manifest_to_report_s", "- of which run manifest -> report written"),
+    ("report_to_job_end_s", "- of which report -> job end (driver exit, Ray)"),
     ("job_end_to_task_end_s", "job end -> waiting task ends (poll, relay, XCom)"),
     ("task_end_to_success_s", "task end -> DAG run success (scheduler)"),
 ]
@@ -152,7 +155,7 @@ def _plot(r: dict[str, Any], out: Path) -> bool:
         left = 0.0
         for k, (_, label) in zip(keys, PARTS, strict=True):
             width = v[name]["median"].get(k)
-            if not width or k == "first_commit_to_sensor_s":
+            if not width or k == "first_commit_to_sensor_s" or label.startswith("-"):
                 continue
             ax.barh(i, width, left=left, label=label.split(" (")[0] if i == 0 else None)
             left += width

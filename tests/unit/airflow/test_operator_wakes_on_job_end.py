@@ -1,12 +1,13 @@
-"""The operator's wait wakes when its Ray job ends, not at its next poll (issue 21).
+"""The operator's wait wakes on its job's run events, not at its next poll (issue 21).
 
 Measured on a loopback deployment (``python -m benchmarks.airflow_path``): the
-operator's task ended a median 3.2 s after its Ray job, most of it the rest of the
-5 s poll interval slept after the job's last look. Ray closes a job's log stream
-once the job ended and its log was read to the end, and the operator already
-follows that stream: the wait between two looks now ends when the stream closes.
-A stream that failed (an old Ray, a proxy) leaves the plain poll interval, so the
-loop never spins.
+operator's task ended a median 4.0 s after its Ray job, most of the 5 s poll
+interval slept after the job's last look. The operator already streams the job's
+log, where the driver prints a run event for each commit and for the run's end:
+an event now ends the wait, and after the end event the job's status is read every
+``END_POLL_S`` (the driver's process is exiting) for at most one poll interval. A
+stream that failed leaves the plain poll interval, so the loop never spins. The
+clock is a fake one: the tests assert what the wait waited on, never how long.
 """
 
 from __future__ import annotations
@@ -21,30 +22,55 @@ from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 pytestmark = pytest.mark.timeout(60)
 POLL_S = 5.0
+COMMIT = 'RAYORCH_EVENT {"event": "microbatch", "index": 0}\n'
+END = 'RAYORCH_EVENT {"event": "end", "run_id": "run"}\n'
+
+
+class _Clock:
+    """``time`` for the wait: ``sleep`` only moves ``monotonic`` on."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
 
 
 class _Stream:
-    """The operator's log follower: Ray closes the stream while the wait waits (the
-    job ended then), or the stream failed from the start."""
+    """The operator's log follower: each wait brings the next chunk one second later
+    (Ray's log tail reads once a second), or the stream failed from the start."""
 
-    def __init__(self, *, failed: BaseException | None = None) -> None:
-        self.failed = failed
-        self.closed = False
+    def __init__(self, clock: _Clock, chunks: list[str], failed: Exception | None = None):
+        self.clock, self.chunks, self.failed = clock, list(chunks), failed
         self.waits: list[float] = []
+        self._ready = ""
 
     def start(self) -> _Stream:
         return self
 
     @property
     def ended(self) -> bool:
-        return self.closed and self.failed is None
+        return False
+
+    def wait_activity(self, timeout: float) -> bool:
+        self.waits.append(timeout)
+        if not self.chunks:
+            self.clock.now += timeout
+            return False
+        self.clock.now += 1.0
+        self._ready += self.chunks.pop(0)
+        return True
 
     def drain(self) -> str:
-        return ""
+        out, self._ready = self._ready, ""
+        return out
 
     def wait_closed(self, timeout: float) -> bool:
-        self.waits.append(timeout)
-        self.closed = True
         return True
 
     def stop(self) -> None:
@@ -61,15 +87,23 @@ def _finished_run(tmp_path: Any) -> None:
     driver.run_plan(store, "run")
 
 
-def _poll(tmp_path: Any, stream: _Stream, sleep: mock.Mock) -> Any:
+def _poll(tmp_path: Any, clock: _Clock, stream: _Stream, statuses: list[str]) -> list[float]:
+    """Wait for a job whose successive reads give ``statuses``; returns when (on the
+    fake clock) each read happened."""
     from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
     from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 
+    _finished_run(tmp_path)
     hook = mock.MagicMock(embedded=False, run_store_uri=str(tmp_path), is_local_head=False)
     hook.settings = RayOrchSettings(address="http://h:8265", run_store=str(tmp_path))
     hook.get_job_logs.return_value = ""
-    ended = {"status": "SUCCEEDED", "message": ""}
-    hook.get_job_info.side_effect = lambda _job: ended if stream.closed else {"status": "RUNNING"}
+    reads: list[float] = []
+
+    def read(_job: str) -> dict[str, str]:
+        reads.append(clock.now)
+        return {"status": statuses.pop(0) if len(statuses) > 1 else statuses[0], "message": ""}
+
+    hook.get_job_info.side_effect = read
     op = RayOrchOperator(
         task_id="t", pipeline="fake_pipelines:Square", sources=[1, 2], poll_interval=POLL_S
     )
@@ -78,31 +112,44 @@ def _poll(tmp_path: Any, stream: _Stream, sleep: mock.Mock) -> Any:
     with (
         mock.patch.object(type(op), "_run_id", return_value="run"),
         mock.patch("airflow_provider_rayorch.operators._job_wait.LogFollower", return_value=stream),
-        mock.patch("airflow_provider_rayorch.operators._job_wait.time.sleep", sleep),
+        mock.patch("airflow_provider_rayorch.operators._job_wait.time", clock),
     ):
-        return op._poll("j", {"ti": ti})
+        assert op._poll("j", {"ti": ti}).succeeded
+    return reads
 
 
-def test_the_wait_ends_when_ray_closes_the_log_stream(tmp_path, fake_engine) -> None:
-    _finished_run(tmp_path)
-    stream = _Stream()
-    slept = mock.Mock(side_effect=AssertionError("slept the whole poll interval"))
-    seen = _poll(tmp_path, stream, slept)
-    assert seen.succeeded
-    assert stream.waits[0] == POLL_S  # the job's first look said RUNNING: waited on the stream
-    slept.assert_not_called()
+def test_a_commit_and_the_run_end_wake_the_wait(tmp_path, fake_engine) -> None:
+    from airflow_provider_rayorch.operators._job_wait import END_POLL_S
+
+    clock = _Clock()
+    stream = _Stream(clock, ["driver starting\n", COMMIT, END])
+    # RUNNING until the driver's process has exited, two reads after its end event
+    reads = _poll(tmp_path, clock, stream, ["RUNNING"] * 4 + ["SUCCEEDED"])
+    # a plain log line does not end the wait; the commit (t=2) and the end (t=3) do
+    assert reads[:3] == [0.0, 2.0, 3.0]
+    # then the status is read every END_POLL_S, never a whole poll interval later
+    assert clock.slept == [END_POLL_S, END_POLL_S]
+    assert reads[3:] == [3.0 + END_POLL_S, 3.0 + 2 * END_POLL_S]
+
+
+def test_fast_reads_after_the_end_event_last_one_poll_interval(tmp_path, fake_engine) -> None:
+    from airflow_provider_rayorch.operators._job_wait import END_POLL_S
+
+    clock = _Clock()
+    stream = _Stream(clock, [END])
+    fast = int(POLL_S / END_POLL_S)
+    reads = _poll(tmp_path, clock, stream, ["RUNNING"] * (fast + 3) + ["SUCCEEDED"])
+    assert clock.slept[:fast] == [END_POLL_S] * fast
+    assert POLL_S not in clock.slept[:fast]
+    # a driver that said it ended but whose job goes on: back to the stream and the interval
+    assert stream.waits[-1] == POLL_S
+    assert reads[-1] - reads[-2] == POLL_S
 
 
 def test_without_a_stream_the_wait_is_the_poll_interval(tmp_path, fake_engine) -> None:
-    _finished_run(tmp_path)
-    stream = _Stream(failed=ConnectionError("no websocket"))
-    calls: list[float] = []
-
-    def sleep(seconds: float) -> None:
-        calls.append(seconds)
-        stream.closed = True  # the job ends during the poll interval
-
-    seen = _poll(tmp_path, stream, mock.Mock(side_effect=sleep))
-    assert seen.succeeded
-    assert calls == [POLL_S]
+    clock = _Clock()
+    stream = _Stream(clock, [COMMIT], failed=ConnectionError("no websocket"))
+    reads = _poll(tmp_path, clock, stream, ["RUNNING", "RUNNING", "SUCCEEDED"])
+    assert clock.slept == [POLL_S, POLL_S]
+    assert reads == [0.0, POLL_S, 2 * POLL_S]
     assert stream.waits == []  # a failed stream is never waited on: no busy loop
