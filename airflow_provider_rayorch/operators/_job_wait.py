@@ -121,11 +121,16 @@ class JobWaiting:
     def _relay(self, relay: LineRelay, follower: LogFollower, job_id: str, *, ended: bool) -> bool:
         """Relay what is new; returns whether the relayed log is complete (only
         meaningful once the job ended). The stream's chunks when it works, else the
-        whole log read again and relayed from the last offset."""
-        if ended and follower.failed is None:
+        whole log read again and relayed from the last offset.
+
+        Once the job ended, Ray closes the stream 2 to 5 s later (it reads the log to
+        its end once a second): waited for only when the driver's ``end`` event has not
+        come, since the driver prints nothing after it (issue 21: the task ended 3 s
+        after its job). A job that failed after it has its whole log read by offset."""
+        if ended and follower.failed is None and not relay.run_ended:
             follower.wait_closed(max(STREAM_CLOSE_WAIT_S, 2 * self.poll_interval))
         relay.feed(follower.drain())
-        if follower.failed is None and (follower.ended or not ended):
+        if follower.failed is None and (follower.ended or not ended or relay.run_ended):
             return follower.ended
         try:
             relay.feed_whole(self.poll_hook.get_job_logs(job_id))

@@ -1,11 +1,13 @@
 """The operator's wait wakes on its job's run events, not at its next poll (issue 21).
 
 Measured on a loopback deployment (``python -m benchmarks.airflow_path``): the
-operator's task ended a median 4.0 s after its Ray job, most of the 5 s poll
-interval slept after the job's last look. The operator already streams the job's
+operator's task ended a median 4.0 s after its Ray job: the rest of the 5 s poll
+interval slept after the job's last look, then the wait for Ray to close the job's
+log stream (2 to 5 s after the job ended). The operator already streams the job's
 log, where the driver prints a run event for each commit and for the run's end:
-an event now ends the wait, and after the end event the job's status is read every
-``END_POLL_S`` (the driver's process is exiting) for at most one poll interval. A
+an event now ends the wait, after the end event the job's status is read every
+``END_POLL_S`` (the driver's process is exiting) for at most one poll interval, and
+the stream's close is not waited for (the driver prints nothing after its end). A
 stream that failed leaves the plain poll interval, so the loop never spins. The
 clock is a fake one: the tests assert what the wait waited on, never how long.
 """
@@ -48,6 +50,7 @@ class _Stream:
     def __init__(self, clock: _Clock, chunks: list[str], failed: Exception | None = None):
         self.clock, self.chunks, self.failed = clock, list(chunks), failed
         self.waits: list[float] = []
+        self.closes: list[float] = []
         self._ready = ""
 
     def start(self) -> _Stream:
@@ -71,6 +74,8 @@ class _Stream:
         return out
 
     def wait_closed(self, timeout: float) -> bool:
+        self.closes.append(timeout)
+        self.clock.now += 3.0  # Ray closes a stream seconds after its job ended
         return True
 
     def stop(self) -> None:
@@ -130,6 +135,16 @@ def test_a_commit_and_the_run_end_wake_the_wait(tmp_path, fake_engine) -> None:
     # then the status is read every END_POLL_S, never a whole poll interval later
     assert clock.slept == [END_POLL_S, END_POLL_S]
     assert reads[3:] == [3.0 + END_POLL_S, 3.0 + 2 * END_POLL_S]
+    # and the task does not wait for Ray to close the stream: the driver's log is complete
+    assert stream.closes == []
+    assert clock.now == 3.0 + 2 * END_POLL_S
+
+
+def test_without_the_end_event_the_log_stream_is_read_to_its_close(tmp_path, fake_engine) -> None:
+    clock = _Clock()
+    stream = _Stream(clock, [COMMIT])
+    _poll(tmp_path, clock, stream, ["RUNNING", "SUCCEEDED"])
+    assert len(stream.closes) == 1  # the last lines (an error line among them) are relayed
 
 
 def test_fast_reads_after_the_end_event_last_one_poll_interval(tmp_path, fake_engine) -> None:
