@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from typing import TYPE_CHECKING
 
-from deployment import Deployment, start_deployment
+from deployment import Deployment, start_deployment, start_listener_deployment
 from e2e_helpers import E2E_DAGS, EXAMPLES, ROOT
 from real_cluster import TokenCluster, start_token_cluster
 from rest import AirflowRest
@@ -111,6 +111,25 @@ def airflow_deployment(tmp_path_factory) -> Iterator[Deployment]:
         f"a test changed the deployment's DAG folder: {served}; declare DAG files in "
         "tests/e2e/conftest.py DEPLOYMENT_DAGS instead"
     )
+
+
+#: The DAG files of the deployment with the OpenLineage listener on.
+LISTENER_DAGS = [
+    ROOT / "tests" / "e2e" / "openlineage_dags" / "rayorch_openlineage.py",
+    ROOT / "tests" / "e2e" / "deployment_dags" / "rayorch_commit_on_defer.py",
+]
+
+
+@pytest.fixture(scope="session")
+def listener_deployment(tmp_path_factory) -> Iterator[Deployment]:
+    """A second deployment, with the OpenLineage listener on and its file transport,
+    shared by test_openlineage.py and test_sensors_under_listener.py (the modules name
+    it ``airflow_deployment``, so a failure carries its logs)."""
+    deployment = start_listener_deployment(tmp_path_factory.mktemp("listener"), LISTENER_DAGS)
+    try:
+        yield deployment
+    finally:
+        deployment.stop()
 
 
 @pytest.fixture(scope="session")

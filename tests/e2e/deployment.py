@@ -12,6 +12,7 @@ machine that ever ran Ray, and no ``RAY_*`` variable is set for them.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -288,3 +289,30 @@ def start_deployment(
             deployment.processes[name] = Process(name, airflow_home)
             deployment.processes[name].refresh()
     return deployment
+
+
+#: The OpenLineage namespace of the deployment with the listener on.
+LISTENER_NAMESPACE = "rayorch-e2e"
+
+
+def start_listener_deployment(root: Path, dag_files: list[Path]) -> Deployment:
+    """A deployment with the OpenLineage listener on and its file transport, writing
+    every event to ``<root>/openlineage-events.jsonl`` (:func:`listener_events`)."""
+    transport = {"type": "file", "log_file_path": str(root / EVENTS_FILE), "append": True}
+    return start_deployment(
+        root,
+        dag_files,
+        extra_env={
+            "AIRFLOW__OPENLINEAGE__DISABLED": "false",
+            "AIRFLOW__OPENLINEAGE__NAMESPACE": LISTENER_NAMESPACE,
+            "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(transport),
+        },
+    )
+
+
+def listener_events(deployment: Deployment) -> Path:
+    """The file the listener of :func:`start_listener_deployment` writes its events to."""
+    return deployment.root / EVENTS_FILE
+
+
+EVENTS_FILE = "openlineage-events.jsonl"

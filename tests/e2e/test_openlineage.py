@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import jsonschema
 import pytest
-from deployment import start_deployment
+from deployment import LISTENER_NAMESPACE, listener_events
 from e2e_helpers import EXAMPLES, ROOT
 from e2e_runs import assert_no_secret, failure_digest, ray_secrets, start_runs
 from referencing import Registry, Resource
@@ -43,7 +43,7 @@ pytestmark = [pytest.mark.slow]
 
 SPEC = Path(__file__).with_name("openlineage_spec")
 DAG_FILE = ROOT / "tests" / "e2e" / "openlineage_dags" / "rayorch_openlineage.py"
-NAMESPACE = "rayorch-e2e"
+NAMESPACE = LISTENER_NAMESPACE
 OPERATOR, GROUP = "ol_operator", "ol_microbatch"
 #: (operator files per folder: b/doc1.txt is poisoned), (microbatch DAG files); both
 #: DAGs batch by 2 sources
@@ -60,24 +60,10 @@ TASK_JOBS = (f"{OPERATOR}.docs", f"{GROUP}.docs.submit", f"{GROUP}.docs.run")
 
 
 @pytest.fixture(scope="module")
-def airflow_deployment(tmp_path_factory) -> Iterator[Deployment]:
-    """A deployment with the OpenLineage listener on and the file transport."""
-    root = tmp_path_factory.mktemp("openlineage")
-    events = root / "openlineage-events.jsonl"
-    transport = {"type": "file", "log_file_path": str(events), "append": True}
-    deployment = start_deployment(
-        root,
-        [DAG_FILE],
-        extra_env={
-            "AIRFLOW__OPENLINEAGE__DISABLED": "false",
-            "AIRFLOW__OPENLINEAGE__NAMESPACE": NAMESPACE,
-            "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(transport),
-        },
-    )
-    try:
-        yield deployment
-    finally:
-        deployment.stop()
+def airflow_deployment(listener_deployment: Deployment) -> Deployment:
+    """The session's deployment with the OpenLineage listener on and the file transport
+    (conftest.py)."""
+    return listener_deployment
 
 
 @pytest.fixture(scope="module")
@@ -151,9 +137,7 @@ def ol_runs(
     for dag_id, run_id in runs.items():
         run = airflow_rest.wait_for_run(dag_id, run_id, DEADLINE_S)
         assert run["state"] == RUN_STATES[dag_id], failure_digest(airflow_rest, dag_id, run_id)
-    events_file = Path(
-        json.loads(airflow_deployment.env["AIRFLOW__OPENLINEAGE__TRANSPORT"])["log_file_path"]
-    )
+    events_file = listener_events(airflow_deployment)
 
     def all_completed() -> list[dict[str, Any]] | None:
         events = _read_events(events_file)

@@ -18,15 +18,13 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from deployment import start_deployment
-from e2e_helpers import ROOT
+from deployment import listener_events
 from e2e_runs import failure_digest, start_runs
 from rest import AirflowRest
 
 from airflow_provider_rayorch.runs.store import RunStore
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
 
     from deployment import Deployment
@@ -34,7 +32,6 @@ if TYPE_CHECKING:
 pytest.importorskip("airflow.providers.openlineage")
 pytestmark = [pytest.mark.slow]
 
-DAG_FILE = ROOT / "tests" / "e2e" / "deployment_dags" / "rayorch_commit_on_defer.py"
 DAG_ID, TASK, RUN = "rayorch_commit_on_defer", "microbatch", "commit-on-defer"
 SENSORS = 24
 #: runs of the DAG per CI run (each one 24 sensors racing their commits)
@@ -45,28 +42,14 @@ WAITING = {"running", "deferred"}
 
 
 @pytest.fixture(scope="module")
-def events_file(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("listener-events") / "openlineage-events.jsonl"
+def airflow_deployment(listener_deployment: Deployment) -> Deployment:
+    """The session's deployment with the OpenLineage listener on (conftest.py)."""
+    return listener_deployment
 
 
 @pytest.fixture(scope="module")
-def airflow_deployment(tmp_path_factory, events_file) -> Iterator[Deployment]:
-    """A deployment with the OpenLineage listener on (file transport); named
-    ``airflow_deployment`` so a failure carries its logs."""
-    transport = {"type": "file", "log_file_path": str(events_file), "append": True}
-    deployment = start_deployment(
-        tmp_path_factory.mktemp("listener"),
-        [DAG_FILE],
-        extra_env={
-            "AIRFLOW__OPENLINEAGE__DISABLED": "false",
-            "AIRFLOW__OPENLINEAGE__NAMESPACE": "rayorch-listener",
-            "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(transport),
-        },
-    )
-    try:
-        yield deployment
-    finally:
-        deployment.stop()
+def events_file(airflow_deployment: Deployment) -> Path:
+    return listener_events(airflow_deployment)
 
 
 def _manifest(index: int) -> dict[str, Any]:
