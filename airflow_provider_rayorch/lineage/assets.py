@@ -18,9 +18,12 @@ from airflow_provider_rayorch.lineage.summary import run_facet_payload
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from airflow_provider_rayorch.runs.records import PlanRecord
+    from airflow.sdk import Context
 
-__all__ = ["OutputsAssetEvent", "outputs_asset_event"]
+    from airflow_provider_rayorch.runs.records import PlanRecord
+    from airflow_provider_rayorch.runs.store import RunStore
+
+__all__ = ["OutputsAssetEvent", "attach_outputs_event", "outputs_asset_event"]
 
 
 @dataclass(frozen=True)
@@ -60,3 +63,23 @@ def outputs_asset_event(
             for loc in input_locations(plan.sources, plan.n_columns)
         ]
     return OutputsAssetEvent(uri=output.uri, name=output.uri, extra=extra)
+
+
+def attach_outputs_event(
+    context: Context, alias: str, summary: Mapping[str, Any], store: RunStore, log: Any
+) -> None:
+    """Attach the run's outputs Asset event, with its lineage summary, to ``alias``."""
+    from airflow.sdk import Asset, AssetAlias
+
+    try:
+        plan = store.read_plan(str(summary.get("run_id")))
+    except Exception as exc:  # the event still names the outputs, without inputs
+        log.warning("could not read the plan record for the asset event: %s", exc)
+        plan = None
+    event = outputs_asset_event(summary, plan)
+    if event is None:
+        log.warning("run %s names no outputs folder: no asset event", summary.get("run_id"))
+        return
+    context["outlet_events"][AssetAlias(alias)].add(
+        Asset(uri=event.uri, name=event.name), extra=event.extra
+    )

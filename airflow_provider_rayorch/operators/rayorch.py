@@ -13,7 +13,7 @@ import json
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import AssetAlias, ResumableJobMixin
+from airflow.sdk import ResumableJobMixin
 
 from airflow_provider_rayorch.common.ratio import judge_summary
 from airflow_provider_rayorch.common.repair import RepairMode, should_repair
@@ -258,21 +258,9 @@ class RayOrchOperator(JobSubmitting, JobWaiting, ResumableJobMixin, RunTask):
         names the output dataset, with the lineage summary (lineage/assets.py)."""
         if not self.outputs_asset_alias:
             return
-        from airflow.sdk import Asset
+        from airflow_provider_rayorch.lineage.assets import attach_outputs_event
 
-        from airflow_provider_rayorch.lineage.assets import outputs_asset_event
-
-        try:
-            plan = self._store().read_plan(str(summary.get("run_id")))
-        except Exception as exc:  # the event still names the outputs, without inputs
-            self.log.warning("could not read the plan record for the asset event: %s", exc)
-            plan = None
-        event = outputs_asset_event(summary, plan)
-        if event is None:
-            return
-        context["outlet_events"][AssetAlias(self.outputs_asset_alias)].add(
-            Asset(uri=event.uri, name=event.name), extra=event.extra
-        )
+        attach_outputs_event(context, self.outputs_asset_alias, summary, self._store(), self.log)
 
     # -- kill ----------------------------------------------------------------------------
     def on_kill(self) -> None:

@@ -14,16 +14,9 @@ where ``execute_complete`` attaches the event.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from airflow.sdk import Context
-
-    from airflow_provider_rayorch.runs.store import RunStore
-
-__all__ = ["attach_outputs_event", "end_from_trigger_with_alias", "with_alias_outlet"]
+__all__ = ["end_from_trigger_with_alias", "with_alias_outlet"]
 
 
 def with_alias_outlet(kwargs: dict[str, Any], alias: str | None) -> dict[str, Any]:
@@ -49,25 +42,3 @@ def end_from_trigger_with_alias(end_from_trigger: bool | None, alias: str | None
             "on a worker to attach it (docs/airflow/operators.md, the run sensor)"
         )
     return False
-
-
-def attach_outputs_event(
-    context: Context, alias: str, summary: Mapping[str, Any], store: RunStore, log: Any
-) -> None:
-    """Attach the run's outputs Asset event, with its lineage summary, to ``alias``."""
-    from airflow.sdk import Asset, AssetAlias
-
-    from airflow_provider_rayorch.lineage.assets import outputs_asset_event
-
-    try:
-        plan = store.read_plan(str(summary.get("run_id")))
-    except Exception as exc:  # the event still names the outputs, without inputs
-        log.warning("could not read the plan record for the asset event: %s", exc)
-        plan = None
-    event = outputs_asset_event(summary, plan)
-    if event is None:
-        log.warning("run %s names no outputs folder: no asset event", summary.get("run_id"))
-        return
-    context["outlet_events"][AssetAlias(alias)].add(
-        Asset(uri=event.uri, name=event.name), extra=event.extra
-    )

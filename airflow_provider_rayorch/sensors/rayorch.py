@@ -16,9 +16,9 @@ from airflow_provider_rayorch.common.repair import RepairMode, should_repair
 from airflow_provider_rayorch.common.states import SUMMARY_KEY, JobStatus, with_job_status
 from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded, RayOrchJobFailed
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+from airflow_provider_rayorch.lineage.assets import attach_outputs_event
 from airflow_provider_rayorch.lineage.tasks import MicrobatchLineage, RunLineage
 from airflow_provider_rayorch.sensors._assets import (
-    attach_outputs_event,
     end_from_trigger_with_alias,
     with_alias_outlet,
 )
