@@ -92,7 +92,9 @@ def _finished_run(tmp_path: Any) -> None:
     driver.run_plan(store, "run")
 
 
-def _poll(tmp_path: Any, clock: _Clock, stream: _Stream, statuses: list[str]) -> list[float]:
+def _poll(
+    tmp_path: Any, clock: _Clock, stream: _Stream, statuses: list[str], whole_log: str = ""
+) -> list[float]:
     """Wait for a job whose successive reads give ``statuses``; returns when (on the
     fake clock) each read happened."""
     from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
@@ -101,7 +103,7 @@ def _poll(tmp_path: Any, clock: _Clock, stream: _Stream, statuses: list[str]) ->
     _finished_run(tmp_path)
     hook = mock.MagicMock(embedded=False, run_store_uri=str(tmp_path), is_local_head=False)
     hook.settings = RayOrchSettings(address="http://h:8265", run_store=str(tmp_path))
-    hook.get_job_logs.return_value = ""
+    hook.get_job_logs.return_value = whole_log
     reads: list[float] = []
 
     def read(_job: str) -> dict[str, str]:
@@ -119,7 +121,7 @@ def _poll(tmp_path: Any, clock: _Clock, stream: _Stream, statuses: list[str]) ->
         mock.patch("airflow_provider_rayorch.operators._job_wait.LogFollower", return_value=stream),
         mock.patch("airflow_provider_rayorch.operators._job_wait.time", clock),
     ):
-        assert op._poll("j", {"ti": ti}).succeeded
+        op._poll("j", {"ti": ti})
     return reads
 
 
@@ -140,11 +142,28 @@ def test_a_commit_and_the_run_end_wake_the_wait(tmp_path, fake_engine) -> None:
     assert clock.now == 3.0 + 2 * END_POLL_S
 
 
-def test_without_the_end_event_the_log_stream_is_read_to_its_close(tmp_path, fake_engine) -> None:
+def test_a_run_that_succeeded_before_its_end_event_came_reads_the_rest_by_offset(
+    tmp_path, fake_engine
+) -> None:
+    """Ray reports SUCCEEDED a second or two before its log stream brings the
+    driver's last lines, and closes the stream seconds later."""
     clock = _Clock()
     stream = _Stream(clock, [COMMIT])
-    _poll(tmp_path, clock, stream, ["RUNNING", "SUCCEEDED"])
-    assert len(stream.closes) == 1  # the last lines (an error line among them) are relayed
+    _poll(tmp_path, clock, stream, ["RUNNING", "SUCCEEDED"], whole_log=COMMIT + END)
+    assert stream.closes == []
+    assert clock.now == 1.0  # woken by the commit, which found the job ended
+
+
+def test_a_failed_job_without_the_end_event_is_read_to_the_streams_close(
+    tmp_path, fake_engine
+) -> None:
+    from airflow_provider_rayorch.exceptions import RayOrchJobFailed
+
+    clock = _Clock()
+    stream = _Stream(clock, [COMMIT])
+    with pytest.raises(RayOrchJobFailed):
+        _poll(tmp_path, clock, stream, ["RUNNING", "FAILED"])
+    assert len(stream.closes) == 1  # its last lines (the driver's error line) are relayed
 
 
 def test_fast_reads_after_the_end_event_last_one_poll_interval(tmp_path, fake_engine) -> None:
