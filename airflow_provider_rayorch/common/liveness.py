@@ -1,5 +1,5 @@
-"""Record that a run's Ray job is RUNNING, at most every :data:`BEAT_EVERY`, and that
-it ended without a run manifest.
+"""Record that a run's Ray job is RUNNING, at most every :data:`BEAT_EVERY`, that it
+ended without a run manifest, and that its killed task stopped it.
 
 The runs page and the report call a run ``unknown`` when nothing was heard of it for
 ``reports.state.STALE_AFTER``; a microbatch running longer than that without a commit
@@ -18,7 +18,7 @@ from airflow_provider_rayorch.common.states import JobStatus
 if TYPE_CHECKING:
     from airflow_provider_rayorch.runs.store import RunStore
 
-__all__ = ["BEAT_EVERY", "record_ended_without_manifest", "record_running"]
+__all__ = ["BEAT_EVERY", "record_ended_without_manifest", "record_running", "record_stopped"]
 
 #: A RUNNING record younger than this is not written again.
 BEAT_EVERY = timedelta(minutes=5)
@@ -86,3 +86,18 @@ def record_ended_without_manifest(
         f"{message}. See the job's driver log (the task's Ray job link), fix the cause, "
         "then clear the task"
     )
+
+
+def record_stopped(store: RunStore, run_id: str, job_id: str, *, log: Any = None) -> None:
+    """Record that a killed task stopped the run's Ray job: the UI must not call the run
+    running until its RUNNING record goes stale. Never raises: the record is for the UI."""
+    try:
+        store.write_job_state(
+            run_id,
+            JobStatus.STOPPED.value,
+            f"Ray job {job_id} was stopped: its Airflow task was killed (marked failed or "
+            "cleared, or it timed out); clear the task to run again",
+        )
+    except Exception as exc:
+        if log is not None:
+            log.warning("could not record that run %s was stopped: %s", run_id, exc)

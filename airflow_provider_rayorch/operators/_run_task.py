@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import AssetAlias, BaseOperator
 from airflow.sdk.configuration import conf
 
-from airflow_provider_rayorch.common.liveness import record_running
+from airflow_provider_rayorch.common.liveness import record_running, record_stopped
 from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.repair import RepairMode
 from airflow_provider_rayorch.common.states import (
@@ -121,6 +121,7 @@ class RunTask(BaseOperator):
         #: extra driver arguments of this try (a repair's ``--repair all ...``)
         self._driver_args: list[str] = []
         self._job_id: str | None = None
+        self._prepared_run_id: str | None = None  # the run this try prepared (on_kill's)
         self._result: dict[str, Any] | None = None
 
     # -- plumbing ---------------------------------------------------------------------
@@ -202,6 +203,7 @@ class RunTask(BaseOperator):
             repair=self._repairing,
         )
         ti = context["ti"]
+        self._prepared_run_id = run_id
         ti.xcom_push(key=RUN_ID_KEY, value=run_id)
         ti.xcom_push(key=RUN_STORE_KEY, value=store.uri)
         ti.xcom_push(key=CONN_ID_KEY, value=self.rayorch_conn_id)  # its run_store_options
@@ -231,8 +233,8 @@ class RunTask(BaseOperator):
     # -- kill ----------------------------------------------------------------------------
     def on_kill(self) -> None:
         """Stop the run's Ray job (never delete it)."""
-        if self._job_id:
-            self.hook.stop_job(self._job_id)
+        if self._job_id and self.hook.stop_job(self._job_id) and self._prepared_run_id:
+            record_stopped(self._store(), self._prepared_run_id, self._job_id, log=self.log)
 
     # -- OpenLineage (docs/airflow/lineage.md; imported only when its provider asks) -------
     def get_openlineage_facets_on_start(self) -> Any:

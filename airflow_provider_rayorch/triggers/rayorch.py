@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider_rayorch.common.job_watch import JobObservation, JobWatch
-from airflow_provider_rayorch.common.liveness import record_ended_without_manifest
+from airflow_provider_rayorch.common.liveness import record_ended_without_manifest, record_stopped
 from airflow_provider_rayorch.common.log_relay import (
     STREAM_CLOSE_WAIT_S,
     LineRelay,
@@ -239,7 +239,11 @@ class RayOrchJobTrigger(BaseTrigger):
         """The user killed the deferred task: stop (never delete) the Ray job."""
         hook = self._hook()
         try:
-            await hook.astop_job(self.job_id)
+            if await hook.astop_job(self.job_id):
+                store = await hook.arun_store(self.run_store)
+                await asyncio.to_thread(
+                    record_stopped, store, self.run_id, self.job_id, log=self.log
+                )
         finally:
             await _close(hook)
 
