@@ -150,19 +150,23 @@ def _plot(r: dict[str, Any], out: Path) -> bool:
 
     v = _variants(r)
     keys = [k for k, _ in PARTS]
-    fig, ax = plt.subplots(figsize=(8, 3.5))
+    fig, ax = plt.subplots(figsize=(10, 3.5))
+    parts = [
+        (k, label.split(" (")[0])
+        for k, (_, label) in zip(keys, PARTS, strict=True)
+        if k != "first_commit_to_sensor_s" and not label.startswith("-")
+    ]
+    shown = [(j, k, label) for j, (k, label) in enumerate(parts)]  # one color per part
     for i, name in enumerate(v):
         left = 0.0
-        for k, (_, label) in zip(keys, PARTS, strict=True):
-            width = v[name]["median"].get(k)
-            if not width or k == "first_commit_to_sensor_s" or label.startswith("-"):
-                continue
-            ax.barh(i, width, left=left, label=label.split(" (")[0] if i == 0 else None)
+        for j, k, label in shown:
+            width = v[name]["median"].get(k) or 0.0
+            ax.barh(i, width, left=left, color=f"C{j}", label=label if i == 0 else None)
             left += width
     ax.set_yticks(range(len(v)), list(v))
     ax.set_xlabel("seconds from the trigger (median parts)")
     ax.set_title("Where a triggered run's seconds go")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(out / PLOT, dpi=110)
     plt.close(fig)
