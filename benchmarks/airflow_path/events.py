@@ -98,9 +98,13 @@ def measure_events(bench: Bench, files: int, *, warmup: int = 1, seed: int = 21)
             time.sleep(rng.uniform(0.0, POLL_S))  # a random phase of the poll cycle
             name = f"e{k:03d}.txt"
             landed = _land(bench, name)
-            run = wait(
-                lambda n=name: _run_of(bench, n, seen), 600, f"the run that took {name}", 1.0
-            )
+            try:
+                run = wait(
+                    lambda n=name: _run_of(bench, n, seen), 600, f"the run that took {name}", 1.0
+                )
+            except TimeoutError:  # reported with the files before it; the rest is not landed
+                out.append({"file": name, "state": "timeout", "latency_s": None})
+                break
             if k >= warmup:
                 out.append(_one(bench, name, landed, run))
     finally:
