@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -226,7 +227,7 @@ def start_bench(documents: int, batch: int, *, timeout: float = 300) -> Bench:
         conn = {"connection_id": CONN_ID, "conn_type": "rayorch", "host": head["address"]}
         rest.call("POST", "connections", json={**conn, "extra": json.dumps(extra)})
         for dag_id in ("ap_operator", "ap_microbatch", "ap_raydata", "rayorch_events"):
-            wait(lambda d=dag_id: rest.get(f"dags/{d}"), 240, f"DAG {dag_id} to be parsed")
+            wait(partial(rest.get, f"dags/{dag_id}"), 240, f"DAG {dag_id} to be parsed")
             if dag_id.startswith("ap_"):  # the event-driven DAG is unpaused when measured
                 rest.set_paused(dag_id, False)
     except BaseException:

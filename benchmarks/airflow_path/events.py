@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import random
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .deployment import wait
@@ -88,11 +89,15 @@ def _one(bench: Bench, name: str, landed: float, run: dict[str, Any]) -> dict[st
     }
 
 
-def measure_events(bench: Bench, files: int, *, warmup: int = 1, seed: int = 21) -> list[dict]:
+def measure_events(
+    bench: Bench, files: int, *, warmup: int = 1, seed: int = 21
+) -> list[dict[str, Any]]:
     """Land ``warmup`` + ``files`` files one by one; the figures of the last ``files``."""
     assert bench.rest is not None
     bench.rest.set_paused(DAG_ID, False)
-    rng, seen, out = random.Random(seed), set(), []
+    rng = random.Random(seed)
+    seen: set[str] = set()
+    out: list[dict[str, Any]] = []
     try:
         for k in range(warmup + files):
             time.sleep(rng.uniform(0.0, POLL_S))  # a random phase of the poll cycle
@@ -100,7 +105,7 @@ def measure_events(bench: Bench, files: int, *, warmup: int = 1, seed: int = 21)
             landed = _land(bench, name)
             try:
                 run = wait(
-                    lambda n=name: _run_of(bench, n, seen), 600, f"the run that took {name}", 1.0
+                    partial(_run_of, bench, name, seen), 600, f"the run that took {name}", 1.0
                 )
             except TimeoutError:  # reported with the files before it; the rest is not landed
                 out.append({"file": name, "state": "timeout", "latency_s": None})
