@@ -176,7 +176,11 @@ def test_batch_exception_under_abort_raises(tmp_path: Path) -> None:
 @pytest.mark.timeout(150)
 def test_batch_exit_once_reruns_the_batch_on_a_replacement(tmp_path: Path) -> None:
     # One batch per actor: a death is the batch it ran (see the pipelined cell below).
-    pipeline = faulty_run(tmp_path, "exit", 1, batch_size=1, replicas=2, max_batches_in_flight=1)
+    # Processes of their own: a death loses its own actor's batch only (in the default
+    # shared process it would lose the other replica's too: test_shared_processes.py).
+    pipeline = faulty_run(
+        tmp_path, "exit", 1, batch_size=1, replicas=2, max_batches_in_flight=1, share_process=False
+    )
     result = run_ray(2 * START_S + 30, "run() exits once", pipeline, ROWS)
     assert result.outputs == [r * 10 for r in ROWS]
     assert ran(tmp_path) == {r: 2 if r == 5 else 1 for r in ROWS}

@@ -56,8 +56,15 @@ def test_modules_that_share_a_process_run_in_one_with_the_same_outputs() -> None
 def shared_faulty(log_dir: Path, mode: str, times: int, **options: Any) -> fu.SharedPair:
     """first (x2, passes rows on) and a FaultyRun (x2, row 5 fails as ``mode``
     says), in one process."""
-    first = (fu.Unwrap, (), {"replicas": 2, "batch_size": 1})
-    second = (fu.FaultyRun, (str(log_dir), mode, 5, times), {"replicas": 2, **options})
+    # One batch in flight per slot: the batch a slot held when the process died is
+    # the one it ran, so each death is charged exactly (with two, a reply lost with
+    # the process can shift the charge: the default-process cell below).
+    first = (fu.Unwrap, (), {"replicas": 2, "batch_size": 1, "max_batches_in_flight": 1})
+    second = (
+        fu.FaultyRun,
+        (str(log_dir), mode, 5, times),
+        {"replicas": 2, "max_batches_in_flight": 1, **options},
+    )
     return fu.SharedPair("light", first, second)
 
 
@@ -182,32 +189,39 @@ def test_by_default_the_modules_that_ask_for_nothing_share_one_process() -> None
 
 @pytest.mark.timeout(150)
 def test_a_row_that_kills_the_default_process_is_charged_alone(tmp_path: Path) -> None:
-    """Two modules that ask for nothing (first x2, FaultyRun x2): one process by default.
-    Row 5 kills it every time: every slot's running batch is charged once, row 5
-    then runs alone and FAILS; no other row is lost, run twice more or charged twice."""
+    """Two modules that ask for nothing (first x2, FaultyRun x2): one process by default,
+    each slot holding two batches. Row 5 kills it every time: every slot's oldest batch
+    is charged once, row 5 then runs alone and FAILS; no row is lost, and no innocent
+    row is charged twice. A batch that finished just before a death can lose its reply
+    with the process and be the one charged, as on a process of its own with two
+    batches in flight: then row 5 needs one more death (3 runs), and innocent rows run
+    at most twice."""
     policy = ro.RecoveryPolicy.retry_batch(1, infra_retries=1)
     first = (fu.Unwrap, (), {"replicas": 2, "batch_size": 1})
     second = (fu.FaultyRun, (str(tmp_path), "exit", 5, -1), {"replicas": 2, "batch_size": 1})
     pipeline = fu.SharedPair(None, first, (*second[:2], {**second[2], "recovery": policy}))
-    result = run_ray(3 * START_S + 30, "run() kills the default process", pipeline, ROWS)
+    result = run_ray(4 * START_S + 30, "run() kills the default process", pipeline, ROWS)
     counts = ran(tmp_path)
     only_row_5_fails(result, counts, "infra_retries=1 exhausted")
-    assert counts[5] == 2
+    assert counts[5] in (2, 3), counts
     assert set(counts) == set(ROWS)
-    assert all(n <= 2 for n in counts.values()), counts
+    assert all(n <= 2 for r, n in counts.items() if r != 5), counts
     assert result.metrics["workers_lost"] >= 4  # every slot of the process, twice
 
 
 @pytest.mark.timeout(150)
 def test_opting_out_keeps_a_death_to_its_own_process(tmp_path: Path) -> None:
     """The same pipeline with share_process=False: row 5's deaths lose only its own
-    actor (2 workers lost, one per death), never the first module's."""
+    actor (one worker lost per death), never the first module's."""
     policy = ro.RecoveryPolicy.retry_batch(1, infra_retries=1)
     first = (fu.Unwrap, (), {"replicas": 2, "batch_size": 1})
     second = (fu.FaultyRun, (str(tmp_path), "exit", 5, -1), {"replicas": 2, "batch_size": 1})
     pipeline = fu.SharedPair(False, first, (*second[:2], {**second[2], "recovery": policy}))
-    result = run_ray(3 * START_S + 30, "run() kills its own process", pipeline, ROWS)
+    result = run_ray(4 * START_S + 30, "run() kills its own process", pipeline, ROWS)
     counts = ran(tmp_path)
     only_row_5_fails(result, counts, "infra_retries=1 exhausted")
-    assert counts[5] == 2
-    assert result.metrics["workers_lost"] == 2
+    # Two batches in flight per actor: row 5 runs twice, or three times when a reply
+    # lost with the actor shifted the first charge to one innocent row (run twice).
+    again = [r for r in ROWS if r != 5 and counts[r] != 1]
+    assert (counts[5], len(again)) in {(2, 0), (3, 1)}, counts
+    assert result.metrics["workers_lost"] == counts[5]  # one worker per death
