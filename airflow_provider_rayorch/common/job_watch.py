@@ -169,6 +169,11 @@ class JobWatch:
             job_must_succeed=self.job_must_succeed,
         )
 
+    async def aawaited(self) -> dict[str, Any] | None:
+        """The awaited manifest as the store has it now (no job read: a cheap look
+        between two full ones)."""
+        return await asyncio.to_thread(self._manifest)
+
     async def alook(self) -> JobObservation:
         """One look (async, for triggers): store reads run in a thread."""
         early = await asyncio.to_thread(self._manifest) if self.index is not None else None

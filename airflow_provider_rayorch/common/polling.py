@@ -21,7 +21,22 @@ from airflow_provider_rayorch.exceptions import RayOrchClusterError, RayOrchTran
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-__all__ = ["RETRY_BUDGET", "RetryBudget", "acall_with_retries", "call_with_retries", "is_transient"]
+__all__ = [
+    "COMMIT_LOOK_S",
+    "END_POLL_S",
+    "RETRY_BUDGET",
+    "RetryBudget",
+    "acall_with_retries",
+    "call_with_retries",
+    "is_transient",
+]
+
+#: Between two reads of a job, a waiter looks at the run store's awaited record (a
+#: microbatch's manifest, the run manifest) this often: one small read, no Jobs API call.
+COMMIT_LOOK_S = 1.0
+#: Once the driver said its run ended (its run manifest, or its end event in the log),
+#: the job's status is read this often, for at most one poll interval.
+END_POLL_S = 0.25
 
 T = TypeVar("T")
 _RETRYING = "%s failed (retry %d/%d in %.1f s): %s"

@@ -15,6 +15,7 @@ from airflow_provider_rayorch.common.log_relay import (
     LineRelay,
     LogFollower,
 )
+from airflow_provider_rayorch.common.polling import END_POLL_S
 from airflow_provider_rayorch.common.states import JobStatus
 from airflow_provider_rayorch.exceptions import (
     RayOrchClusterError,
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
 
 __all__ = ["END_POLL_S", "WHOLE_READ_MAX_CHARS", "JobWaiting"]
 
-#: Seconds between two reads of the job's status once its driver said the run ended.
-END_POLL_S = 0.25
 #: A successful run whose log streamed so far is shorter than this has the rest of it
 #: read once by offset instead of waiting for Ray to close the stream.
 WHOLE_READ_MAX_CHARS = 4_000_000

@@ -29,7 +29,7 @@ from airflow_provider_rayorch.common.log_relay import (
     LineRelay,
     astream_job_logs,
 )
-from airflow_provider_rayorch.common.polling import RETRY_BUDGET
+from airflow_provider_rayorch.common.polling import COMMIT_LOOK_S, END_POLL_S, RETRY_BUDGET
 from airflow_provider_rayorch.common.states import JobStatus, with_job_status
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
@@ -49,6 +49,20 @@ def _positive(name: str, value: float) -> float:
     if value <= 0:
         raise ValueError(f"{name} must be > 0, got {value}")
     return value
+
+
+async def _sleep_watching(watch: JobWatch, wait_s: float) -> dict[str, Any] | None:
+    """Sleep ``wait_s`` looking at the watch's awaited manifest every
+    :data:`COMMIT_LOOK_S`; return it as soon as it is there (None: not within
+    ``wait_s``). A commit is seen within a second, the job read stays at its interval."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + wait_s
+    while (left := until - loop.time()) > 0:
+        await asyncio.sleep(min(COMMIT_LOOK_S, left))
+        found = await watch.aawaited()
+        if found is not None:
+            return found
+    return None
 
 
 async def _close(hook: RayOrchHook) -> None:
@@ -154,6 +168,9 @@ class RayOrchJobTrigger(BaseTrigger):
             job_must_succeed=not self.end_from_trigger,  # the operator's (maybe a repair)
         )
         seen: int | None = -1
+        ending_until: float | None = None  # the run manifest is there: its job ends soon
+        watched_end = False  # once only: a repair's run manifest predates its job
+        loop = asyncio.get_running_loop()
         try:
             while True:
                 try:
@@ -177,7 +194,13 @@ class RayOrchJobTrigger(BaseTrigger):
                         self._event("success" if ok else "error", str(obs.status), obs.message)
                     )
                     return
-                await asyncio.sleep(self.poll_interval)
+                if ending_until is not None and loop.time() < ending_until:
+                    await asyncio.sleep(END_POLL_S)
+                elif watched_end:
+                    await asyncio.sleep(self.poll_interval)
+                elif await _sleep_watching(watch, self.poll_interval) is not None:
+                    watched_end = True  # the driver wrote its run manifest and exits
+                    ending_until = loop.time() + self.poll_interval
         finally:
             if tail is not None:
                 tail.cancel()
@@ -346,6 +369,9 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
                             f"{self.index} of run {self.run_id} committed"
                         )
                     return
-                await asyncio.sleep(self.poll_interval)
+                manifest = await _sleep_watching(watch, self.poll_interval)
+                if manifest is not None:
+                    yield await self._committed(manifest)
+                    return
         finally:
             await _close(hook)
