@@ -167,12 +167,13 @@ def startup(p: dict[str, Any] | None) -> list[str]:
     lines = [
         "## Cold start: how actors start",
         "",
-        "Workload 1 cold on this engine, alternating. *All at once* is how the engine",
-        "started its pools before (`actor_start_concurrency` = every actor); the default",
-        "starts as many as the cluster has CPUs, one per pool first, and gives each to",
-        "the core as soon as it is up. *Light stages share one process*: split, render",
-        'and write with `ray_options(share_process="light")` (opt-in), 9 processes',
-        "instead of 14.",
+        "Workload 1 cold on this engine, alternating. *All at once*: every actor in a",
+        "process of its own, all started together (`actor_start_concurrency` = every",
+        "actor), as the engine once did. *A few at a time*: as many as the cluster has",
+        "CPUs, one per pool first, each given to the core as soon as it is up, every",
+        "actor in a process of its own (`share_process=False`, the opt-out). The",
+        "default: split, render and write, which ask Ray for nothing, share one actor",
+        "process, 9 processes instead of 14.",
         "",
     ]
     rows = [
