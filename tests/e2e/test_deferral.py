@@ -11,10 +11,10 @@ its XCom summary and, for the one that fails the bar, the cause in its log.
 
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
+from commit_on_defer import DAG_ID, ENDED, SENSORS, TASK, commit_each_as_it_waits
 from e2e_runs import failure_digest, start_runs
 
 from airflow_provider_rayorch.runs.store import RunStore
@@ -25,57 +25,7 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.slow]
 
-DAG_ID = "rayorch_commit_on_defer"
-TASK = "microbatch"
-RUN = "commit-on-defer"  # the DAG's run_id
-SENSORS = 24
 DEADLINE_S = 420
-ENDED = {"success", "failed", "upstream_failed", "skipped"}
-
-
-def _manifest(index: int) -> dict[str, Any]:
-    """Microbatch 0 has 2 of its 4 sources FAILED (over the DAG's 0.25 bar)."""
-    failed = 2 if index == 0 else 0
-    return {
-        "run_id": RUN,
-        "index": index,
-        "state": "success",
-        "sources": {
-            "total": 4,
-            "present": 4 - failed,
-            "dropped": 0,
-            "failed": failed,
-            "suppressed": 0,
-        },
-        "failures": [
-            {"source": s, "outcome": "failed", "cause": f"page {s}: unreadable"}
-            for s in range(failed)
-        ],
-    }
-
-
-def _commit_each_as_it_defers(
-    rest: AirflowRest, run_id: str, store: RunStore
-) -> dict[tuple[str, int], dict[str, Any]]:
-    """Commit each sensor's manifest as soon as it shows ``deferred``; return the task
-    instances once all have ended. Polls a few times a second: the sooner the commit,
-    the sooner the trigger fires after the deferral."""
-    committed: set[int] = set()
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        tis = rest.task_instances(DAG_ID, run_id)
-        mapped = {i: ti for (task, i), ti in tis.items() if task == TASK and i >= 0}
-        for i, ti in mapped.items():
-            if ti["state"] == "deferred" and i not in committed:
-                store.commit_microbatch(RUN, i, _manifest(i))
-                committed.add(i)
-        if len(mapped) == SENSORS and all(ti["state"] in ENDED for ti in mapped.values()):
-            return tis
-        time.sleep(0.25)
-    raise AssertionError(
-        f"the sensors did not all end within {DEADLINE_S}s (committed {sorted(committed)})\n"
-        + failure_digest(rest, DAG_ID, run_id)
-    )
 
 
 @pytest.mark.timeout(DEADLINE_S + 120)
@@ -85,7 +35,9 @@ def test_sensors_whose_microbatch_commits_as_they_defer_end_in_their_first_try(
     rest = airflow_rest
     store_dir = airflow_deployment.root / "commit-on-defer-store"
     run_id = start_runs(rest, {DAG_ID: {"conf": {"run_store": str(store_dir)}}})[DAG_ID]
-    tis = _commit_each_as_it_defers(rest, run_id, RunStore(str(store_dir)))
+    tis = commit_each_as_it_waits(
+        rest, run_id, RunStore(str(store_dir)), waiting={"deferred"}, deadline_s=DEADLINE_S
+    )
     digest = failure_digest(rest, DAG_ID, run_id)
     mismatches = rest.get("eventLogs", dag_id=DAG_ID, run_id=run_id, event="state mismatch")
     assert mismatches["event_logs"] == [], digest

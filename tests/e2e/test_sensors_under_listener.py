@@ -14,10 +14,10 @@ file transport's output).
 from __future__ import annotations
 
 import json
-import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
+from commit_on_defer import DAG_ID, SENSORS, TASK, commit_each_as_it_waits
 from deployment import listener_events
 from e2e_runs import failure_digest, start_runs
 from rest import AirflowRest
@@ -32,12 +32,9 @@ if TYPE_CHECKING:
 pytest.importorskip("airflow.providers.openlineage")
 pytestmark = [pytest.mark.slow]
 
-DAG_ID, TASK, RUN = "rayorch_commit_on_defer", "microbatch", "commit-on-defer"
-SENSORS = 24
 #: runs of the DAG per CI run (each one 24 sensors racing their commits)
 RUNS = 2
 DEADLINE_S = 300
-ENDED = {"success", "failed", "upstream_failed", "skipped"}
 WAITING = {"running", "deferred"}
 
 
@@ -50,50 +47,6 @@ def airflow_deployment(listener_deployment: Deployment) -> Deployment:
 @pytest.fixture(scope="module")
 def events_file(airflow_deployment: Deployment) -> Path:
     return listener_events(airflow_deployment)
-
-
-def _manifest(index: int) -> dict[str, Any]:
-    """Microbatch 0 has 2 of its 4 sources FAILED (over the DAG's 0.25 bar)."""
-    failed = 2 if index == 0 else 0
-    return {
-        "run_id": RUN,
-        "index": index,
-        "state": "success",
-        "sources": {
-            "total": 4,
-            "present": 4 - failed,
-            "dropped": 0,
-            "failed": failed,
-            "suppressed": 0,
-        },
-        "failures": [
-            {"source": s, "outcome": "failed", "cause": f"page {s}: unreadable"}
-            for s in range(failed)
-        ],
-    }
-
-
-def _commit_each_as_it_waits(
-    rest: AirflowRest, run_id: str, store: RunStore
-) -> dict[tuple[str, int], dict[str, Any]]:
-    """Commit each sensor's manifest as soon as it waits (running on a worker, or
-    deferred); return the task instances once all sensors ended."""
-    committed: set[int] = set()
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        tis = rest.task_instances(DAG_ID, run_id)
-        mapped = {i: ti for (task, i), ti in tis.items() if task == TASK and i >= 0}
-        for i, ti in mapped.items():
-            if ti["state"] in WAITING and i not in committed:
-                store.commit_microbatch(RUN, i, _manifest(i))
-                committed.add(i)
-        if len(mapped) == SENSORS and all(ti["state"] in ENDED for ti in mapped.values()):
-            return tis
-        time.sleep(0.25)
-    raise AssertionError(
-        f"the sensors did not all end within {DEADLINE_S}s (committed {sorted(committed)})\n"
-        + failure_digest(rest, DAG_ID, run_id)
-    )
 
 
 def _sensor_ends_seen_by_listener(events_file: Path, run_id: str) -> set[int]:
@@ -125,7 +78,9 @@ def test_sensors_under_the_listener_end_in_their_first_try(
             if r == 0
             else {DAG_ID: rest.trigger(DAG_ID, **conf)["dag_run_id"]}
         )[DAG_ID]
-        tis = _commit_each_as_it_waits(rest, run_id, RunStore(str(store_dir)))
+        tis = commit_each_as_it_waits(
+            rest, run_id, RunStore(str(store_dir)), waiting=WAITING, deadline_s=DEADLINE_S
+        )
         digest = failure_digest(rest, DAG_ID, run_id)
         mismatches = rest.get("eventLogs", dag_id=DAG_ID, run_id=run_id, event="state mismatch")
         assert mismatches["event_logs"] == [], f"run {r}: {digest}"
