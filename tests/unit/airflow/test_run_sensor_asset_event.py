@@ -16,7 +16,6 @@ from airflow_provider_rayorch.lineage.assets import outputs_asset_event
 from airflow_provider_rayorch.lineage.summary import CAUSE_LIMIT, FAILURES_CAP
 from airflow_provider_rayorch.runs.store import RunStore
 from airflow_provider_rayorch.sensors import _wait_mode
-from airflow_provider_rayorch.sensors import rayorch as sensors
 from airflow_provider_rayorch.sensors.rayorch import RayOrchRunSensor
 
 pytestmark = pytest.mark.timeout(60)

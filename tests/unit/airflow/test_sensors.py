@@ -9,7 +9,6 @@ from airflow.sdk.exceptions import TaskDeferred
 from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded, RayOrchJobFailed
 from airflow_provider_rayorch.runs.store import RunStore
 from airflow_provider_rayorch.sensors import _wait_mode
-from airflow_provider_rayorch.sensors import rayorch as sensors
 from airflow_provider_rayorch.sensors.rayorch import (
     MICROBATCH_MAP_INDEX_TEMPLATE,
     RayOrchMicrobatchSensor,
