@@ -9,9 +9,6 @@ __all__ = ["evaluate"]
 OURS, PAPER = "this engine", "rayorch (paper)"
 #: The opt-out variant (a process per module replica), reported beside the default.
 OWN = "this engine, a process per replica"
-#: The opt-in variant of results written before the light stages shared a process by
-#: default (issue 21); still rendered from such a results.json.
-LEGACY_SHARED = "this engine, light stages shared"
 
 
 def _goal(
@@ -36,11 +33,7 @@ def evaluate(r: dict[str, Any]) -> list[dict[str, str]]:
             return systems[ours][mode]["e2e_s"] / systems[peer][mode]["e2e_s"]
         return None
 
-    variants = (
-        (OURS, ""),
-        (LEGACY_SHARED, ", light stages shared"),
-        (OWN, ", a process per replica"),
-    )
+    variants = ((OURS, ""), (OWN, ", a process per replica"))
     for ours, tag in variants:
         for peer, mode, limit in (
             (PAPER, "cold", 0.60),

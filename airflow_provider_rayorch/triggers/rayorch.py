@@ -168,8 +168,9 @@ class RayOrchJobTrigger(BaseTrigger):
             job_must_succeed=not self.end_from_trigger,  # the operator's (maybe a repair)
         )
         seen: int | None = -1
-        ending_until: float | None = None  # the run manifest is there: its job ends soon
-        watched_end = False  # once only: a repair's run manifest predates its job
+        # set once the run manifest is there (its job ends soon); once only, since a
+        # repair's run manifest predates its job
+        ending_until: float | None = None
         loop = asyncio.get_running_loop()
         try:
             while True:
@@ -194,13 +195,11 @@ class RayOrchJobTrigger(BaseTrigger):
                         self._event("success" if ok else "error", str(obs.status), obs.message)
                     )
                     return
-                if ending_until is not None and loop.time() < ending_until:
-                    await asyncio.sleep(END_POLL_S)
-                elif watched_end:
-                    await asyncio.sleep(self.poll_interval)
+                if ending_until is not None:
+                    fast = loop.time() < ending_until
+                    await asyncio.sleep(END_POLL_S if fast else self.poll_interval)
                 elif await _sleep_watching(watch, self.poll_interval) is not None:
-                    watched_end = True  # the driver wrote its run manifest and exits
-                    ending_until = loop.time() + self.poll_interval
+                    ending_until = loop.time() + self.poll_interval  # the driver exits
         finally:
             if tail is not None:
                 tail.cancel()

@@ -38,27 +38,21 @@ COMMON: dict[str, Any] = {
     "tags": ["rayorch", "benchmark"],
 }
 
+#: The same run for the operator and the microbatch pattern.
+RUN: dict[str, Any] = {
+    "pipeline": PIPELINE,
+    "pipeline_kwargs": KWARGS,
+    "sources": SOURCES,
+    "input_batch_size": BATCH,
+    "max_active_input_batches": 2,
+    "rayorch_conn_id": CONN,
+}
+
 with DAG(dag_id="ap_operator", **COMMON):
-    RayOrchOperator(
-        task_id="prepare",
-        pipeline=PIPELINE,
-        pipeline_kwargs=KWARGS,
-        sources=SOURCES,
-        input_batch_size=BATCH,
-        max_active_input_batches=2,
-        rayorch_conn_id=CONN,
-    )
+    RayOrchOperator(task_id="prepare", **RUN)
 
 with DAG(dag_id="ap_microbatch", **COMMON):
-    rayorch_microbatch_group(
-        "prepare",
-        pipeline=PIPELINE,
-        pipeline_kwargs=KWARGS,
-        sources=SOURCES,
-        input_batch_size=BATCH,
-        max_active_input_batches=2,
-        rayorch_conn_id=CONN,
-    )
+    rayorch_microbatch_group("prepare", **RUN)
 
 with DAG(dag_id="ap_raydata", **COMMON):
 
