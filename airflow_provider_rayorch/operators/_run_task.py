@@ -59,6 +59,9 @@ class RunTask(BaseOperator):
     }
     operator_extra_links = (RayJobLink(), RayOrchReportLink())
     ui_color = "#cfe8fc"
+    #: The Jobs API at this task's address is known to have answered (see
+    #: ``RayOrchSubmitOperator(answered_before=...)``); the operator keeps ``False``.
+    answered_before: bool = False
 
     def __init__(
         self,
@@ -127,8 +130,11 @@ class RunTask(BaseOperator):
     # -- plumbing ---------------------------------------------------------------------
     @cached_property
     def hook(self) -> RayOrchHook:
-        """Submits: a Jobs API that never answered fails at once."""
-        return RayOrchHook(self.rayorch_conn_id, address=self.ray_address)
+        """Submits: a Jobs API that never answered fails at once (a wrong address),
+        unless :attr:`answered_before` says it did."""
+        return RayOrchHook(
+            self.rayorch_conn_id, address=self.ray_address, answered_before=self.answered_before
+        )
 
     @cached_property
     def poll_hook(self) -> RayOrchHook:

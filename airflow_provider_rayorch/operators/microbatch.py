@@ -46,9 +46,18 @@ class RayOrchSubmitOperator(JobSubmitting, RunTask):
     The job must outlive this task, so a cluster address is required (a connection
     host or ``ray_address``). A retry re-attaches to a running job (task state store,
     then the cluster's job list) instead of submitting a second one.
+
+    :param answered_before: the Jobs API at this address is known to have answered, so
+        a refused or failed connection is retried within the one retry budget from the
+        first request. :func:`rayorch_microbatch_group` sets it with ``local_head=True``
+        (its ``ray_head`` task waited until the head's Jobs API and job agent answered).
+        By default a first contact that fails ends the task at once: a wrong address
+        gets its hint instead of minutes of retries.
     """
 
-    def __init__(self, *, durable: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self, *, durable: bool = True, answered_before: bool = False, **kwargs: Any
+    ) -> None:
         # RayOrchOperator's parameters, ``durable`` (ResumableJobMixin's) included
         if kwargs.get("outputs_asset_alias"):
             raise ValueError(
@@ -59,6 +68,7 @@ class RayOrchSubmitOperator(JobSubmitting, RunTask):
             )
         super().__init__(**kwargs)
         self.durable = durable
+        self.answered_before = bool(answered_before)
 
     def execute(self, context: Context) -> list[dict[str, int]]:
         if self.hook.embedded:
@@ -123,9 +133,11 @@ def rayorch_microbatch_group(
     rule ``all_done``) waits for the job, returns the run summary and judges the
     whole run against the same ratio. With ``local_head=True`` a ``ray_head`` setup
     task starts a loopback Ray head and a ``stop_ray_head`` teardown task stops it
-    after ``run``. ``repair`` is the microbatch sensors' (docs/airflow/repair.md):
-    clearing a failed ``microbatch`` task instance with its downstream re-runs only
-    its FAILED and SUPPRESSED sources, and ``run`` waits for that repair.
+    after ``run``; ``submit`` then retries a refused connection to that head
+    (``answered_before``: ``ray_head`` saw it answer). ``repair`` is the microbatch
+    sensors' (docs/airflow/repair.md): clearing a failed ``microbatch`` task instance
+    with its downstream re-runs only its FAILED and SUPPRESSED sources, and ``run``
+    waits for that repair.
 
     ``deferrable`` (default None) is the sensors' rule (``sensors/_wait_mode.py``): they
     defer and end in the triggerer, unless listener plugins are registered (the
@@ -151,7 +163,7 @@ def rayorch_microbatch_group(
             rayorch_conn_id=rayorch_conn_id,
             ray_address=address,
             max_failed_ratio=max_failed_ratio,
-            **dict(submit_kwargs or {}),
+            **{"answered_before": local_head, **dict(submit_kwargs or {})},
         )
 
         def pull(key: str) -> str:
