@@ -111,14 +111,10 @@ class _RunStoreSensor(BaseSensorOperator):
 
     @cached_property
     def hook(self) -> RayOrchHook:
-        """Polls jobs that were already submitted: a refused first request is transient
-        (a dashboard restarting between two reschedules), retried within the budget."""
+        """Polls the run's jobs and submits its repairs. The submit that started the run
+        got an answer from this Jobs API, so a refused request is transient (a head
+        restarting or busy), retried within the budget."""
         return RayOrchHook(self.rayorch_conn_id, address=self.ray_address, answered_before=True)
-
-    @cached_property
-    def submit_hook(self) -> RayOrchHook:
-        """Submits a repair job: a Jobs API that never answered fails at once."""
-        return RayOrchHook(self.rayorch_conn_id, address=self.ray_address)
 
     def _store(self) -> RunStore:
         # the connection's run_store_options (endpoint, region, keys) open the store URI
@@ -234,7 +230,7 @@ class RayOrchMicrobatchSensor(MicrobatchLineage, _RunStoreSensor):
             f" try {ti.try_number}"
         )
         repair = MicrobatchRepair(
-            hook=self.submit_hook,
+            hook=self.hook,
             store=store,
             run_id=self.run_id,
             index=self.index,

@@ -73,8 +73,7 @@ def _sensor(cluster: _Cluster, store: RunStore, index: int, **kw):
         poke_interval=0.01,
         **kw,
     )
-    sensor.__dict__["hook"] = cluster.hook
-    sensor.__dict__["submit_hook"] = cluster.hook
+    sensor.__dict__["hook"] = cluster.hook  # polls and repair submits: one hook
     return sensor
 
 
