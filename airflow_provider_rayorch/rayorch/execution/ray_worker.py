@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,9 @@ class PoolWorker:
         self.withdrawals = Withdrawals()
         #: (epoch, batch, monotonic start) of the batch running now, or None.
         self.current: tuple[int, int, float] | None = None
+        #: Held while inputs are fetched: a shared process gives its slots one lock, so
+        #: its threads never wait in ``ray.get`` at once (see ``shared_process``).
+        self.fetch_lock = threading.Lock()
 
     def ready(self) -> tuple[int, str]:
         return os.getpid(), ray.get_runtime_context().get_node_id()
@@ -116,7 +120,8 @@ class PoolWorker:
                 collect_boxes(value, boxes)
         if boxes:
             try:
-                fetched, lost = fetch_inputs(boxes.items())
+                with self.fetch_lock:
+                    fetched, lost = fetch_inputs(boxes.items())
             except RayError as exc:
                 return Raised(f"inputs could not be fetched: {type(exc).__name__}: {exc}"), None
             if lost:

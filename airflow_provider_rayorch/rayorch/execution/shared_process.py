@@ -34,6 +34,12 @@ class SharedProcess:
 
     def __init__(self, slots: dict[str, SlotSpec]) -> None:
         self.slots = {key: PoolWorker(*spec) for key, spec in slots.items()}
+        #: One input fetch at a time in the process, as in a process of its own:
+        #: threads of one Ray worker waiting in ``ray.get`` together could hang
+        #: (ray-project/ray#54007; a write slot waited forever on a ready input).
+        fetch_lock = threading.Lock()
+        for worker in self.slots.values():
+            worker.fetch_lock = fetch_lock
         #: One batch at a time per slot, as a process of its own would run them.
         self.locks = {key: threading.Lock() for key in slots}
 
