@@ -21,6 +21,7 @@ from ray.exceptions import ObjectLostError, OwnerDiedError, RayActorError
 
 from .protocol import Done, InputsLost, Task
 from .remote_values import Box, collect_boxes, materialize
+from .task_inputs import read_reply, send
 
 if TYPE_CHECKING:
     from .actor_pool import ActorPools
@@ -66,6 +67,7 @@ class _Redo:
     attempts: int = 0
     values: Any = None
     worker: str | None = None
+    task: Task | None = None  #: the recomputation in flight
 
 
 class LineageRecovery:
@@ -115,8 +117,9 @@ class LineageRecovery:
         """Handle a recomputation's reply: the waiters it released or failed (their
         ``failed`` says why); ``_Redo`` waiters are handled here."""
         redo = self.pending.pop(ref)
+        assert redo.task is not None  # set by _send with the reference
         try:
-            reply = ray.get(ref)
+            reply = read_reply(ref, redo.task)
         except RayActorError as exc:  # that actor went down (with its node?): another
             redo.attempts += 1
             if redo.attempts < MAX_ATTEMPTS and self._send(redo):
@@ -175,9 +178,8 @@ class LineageRecovery:
             return False
         self._turn += 1
         key = live[self._turn % len(live)]
-        report, values = self.pools.actors[key].run.remote(
-            Task(redo.recipe.call, 0, 0, redo.recipe.columns)
-        )
+        redo.task = Task(redo.recipe.call, 0, 0, redo.recipe.columns)
+        report, values = send(self.pools.actors[key], redo.task)
         redo.values, redo.worker = values, key
         self.pending[report] = redo
         return True

@@ -42,6 +42,7 @@ from .lineage_recovery import LineageRecovery, Recipe, Waiter
 from .protocol import Done, Raised, Rejected, Reply, Task
 from .remote_values import Box, RayValues, RemoteValue, materialize, pack_column
 from .resources import check_resources
+from .task_inputs import read_reply, send
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -62,6 +63,7 @@ class _InFlight:
     worker: str
     values: Any
     dispatch: Dispatch
+    task: Task
     attempts: int = 0
 
 
@@ -210,8 +212,8 @@ class RayBackend:
         # One argument: Ray serializes each argument on its own, at a cost per argument.
         columns = [pack_column(column) for column in command.columns]
         task = Task(command.node.id, self._epoch, command.batch, columns)
-        report, values = actor.run.remote(task)
-        inflight[report] = _InFlight(command.batch, command.worker, values, command, attempts)
+        report, values = send(actor, task)
+        inflight[report] = _InFlight(command.batch, command.worker, values, command, task, attempts)
         timeout = self._timeouts[command.node.module]  # type: ignore[index]
         if timeout is not None:
             self.hangs.dispatched(command.worker, timeout, time.monotonic())
@@ -250,7 +252,7 @@ class RayBackend:
             entry = inflight.get(ref)
             if entry is not None:
                 try:
-                    reply = ray.get(ref)
+                    reply = read_reply(ref, entry.task)
                 except RayActorError as exc:
                     deaths.setdefault(entry.worker, death_message(exc))
                     continue

@@ -4,36 +4,32 @@
 order sent. ``withdraw`` and ``running`` have their own thread (the ``control``
 concurrency group): the driver can mark rows of a batch still queued here as
 moot, and ask how long the current batch has been running, while a batch runs.
+A batch's input objects arrive as arguments of ``run``, resolved by Ray
+(``task_inputs``).
 """
 
 from __future__ import annotations
 
 import os
 import pickle
-import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ray
-from ray.exceptions import ObjectLostError, OwnerDiedError, RayError
 
 from ..outcomes import GroupFailure, RecordFailure
 from ..runtime.events import WITHDRAWN
 from .facts import fact_tree, length_fact
-from .protocol import CallSpec, Done, InputsLost, Raised, Rejected, Reply, Running, Task
-from .remote_values import Box, PackedRefs, collect_boxes, materialize
+from .protocol import CallSpec, Done, Raised, Rejected, Reply, Running, Task
+from .remote_values import PackedRefs, column_boxes, materialize
 from .withdrawals import Withdrawals
 from .worker import instantiate, run_batch
 
-if TYPE_CHECKING:
-    from collections.abc import Iterable
-
-__all__ = ["CONCURRENCY_GROUPS", "PoolWorker", "fetch_inputs", "length_fact"]
+__all__ = ["CONCURRENCY_GROUPS", "PoolWorker", "length_fact"]
 
 _FAILURES = (RecordFailure, GroupFailure, type(WITHDRAWN))
 #: The concurrency groups of the actor: control calls must not wait behind ``run``.
 CONCURRENCY_GROUPS = {"control": 1}
-_LOST = (ObjectLostError, OwnerDiedError)
 
 
 class PoolWorker:
@@ -52,9 +48,6 @@ class PoolWorker:
         self.withdrawals = Withdrawals()
         #: (epoch, batch, monotonic start) of the batch running now, or None.
         self.current: tuple[int, int, float] | None = None
-        #: Held while inputs are fetched: a shared process gives its slots one lock, so
-        #: its threads never wait in ``ray.get`` at once (see ``shared_process``).
-        self.fetch_lock = threading.Lock()
 
     def ready(self) -> tuple[int, str]:
         return os.getpid(), ray.get_runtime_context().get_node_id()
@@ -74,10 +67,10 @@ class PoolWorker:
         return self.now_running()
 
     @ray.method(num_returns=2)
-    def run(self, task: Task) -> tuple[Reply, Any]:
-        """Run ``task``; return ``(reply, values)``: the reply is small, the values
-        stay remote."""
-        return self.run_task(task)
+    def run(self, task: Task, *inputs: Any) -> tuple[Reply, Any]:
+        """Run ``task`` on ``inputs`` (its input objects, resolved by Ray); return
+        ``(reply, values)``: the reply is small, the values stay remote."""
+        return self.run_task(task, inputs)
 
     # The same as plain methods (a shared process calls them on a slot's worker).
     def mark_withdrawn(self, epoch: int, batch: int, rows: list[int]) -> bool:
@@ -90,10 +83,15 @@ class PoolWorker:
         epoch, batch, started = current
         return Running(epoch, batch, time.monotonic() - started)
 
-    def run_task(self, task: Task) -> tuple[Reply, Any]:
-        """Withdrawn rows are skipped and reported as ``WITHDRAWN``; a batch with no
-        row left does not call the UDF."""
+    def run_task(self, task: Task, inputs: tuple[Any, ...]) -> tuple[Reply, Any]:
+        """``inputs`` are the values of the task's input objects, in ``column_boxes``
+        order. Withdrawn rows are skipped and reported as ``WITHDRAWN``; a batch with
+        no row left does not call the UDF."""
         columns = task.columns
+        boxes = column_boxes(columns)
+        if len(boxes) != len(inputs):
+            return Raised(f"{len(inputs)} input objects for {len(boxes)} references"), None
+        fetched = dict(zip(boxes, inputs, strict=True))
         skip = self.withdrawals.start(task.key) if task.batch else None
         self.current = (task.epoch, task.batch, time.monotonic())
         try:
@@ -103,29 +101,16 @@ class PoolWorker:
                 keep = [i for i in range(n) if i not in skip]
                 if not keep:
                     return Done([WITHDRAWN] * n, [], [], [], 0.0), []
-                reply, values = self._run(task.call, [[c[i] for i in keep] for c in columns])
+                kept = [[c[i] for i in keep] for c in columns]
+                reply, values = self._run(task.call, kept, fetched)
                 return _spread(reply, values, keep, n)
-            return self._run(task.call, columns)
+            return self._run(task.call, columns, fetched)
         finally:
             self.current = None
 
-    def _run(self, call: int, columns: list[Any]) -> tuple[Reply, Any]:
+    def _run(self, call: int, columns: list[Any], fetched: dict[int, Any]) -> tuple[Reply, Any]:
         spec = self.calls[call]
-        boxes: dict[int, Box] = {}
-        for column in columns:
-            if type(column) is PackedRefs:
-                boxes.update((id(box), box) for box in column.boxes)
-                continue
-            for value in column:
-                collect_boxes(value, boxes)
-        if boxes:
-            try:
-                with self.fetch_lock:
-                    fetched, lost = fetch_inputs(boxes.items())
-            except RayError as exc:
-                return Raised(f"inputs could not be fetched: {type(exc).__name__}: {exc}"), None
-            if lost:
-                return InputsLost(tuple(lost)), None
+        if fetched:
             columns = [
                 column.materialize(fetched)
                 if type(column) is PackedRefs
@@ -154,22 +139,6 @@ class PoolWorker:
             truths.append([bool(v) for v in column] if 0 in needs.truths else None)
             inner.append(None if needs.flat else [fact_tree(v, needs) for v in column])
         return Done(status, lengths, truths, inner, outcome.busy_s), rows
-
-
-def fetch_inputs(boxes: Iterable[tuple[int, Box]]) -> tuple[dict[int, Any], list[str]]:
-    """Fetch each box's object once: ``(values by box key, hex ids of lost objects)``.
-
-    Only a lost object (its node or owner died) is reported lost; any other error
-    propagates. Objects are fetched one at a time so that a lost one does not make
-    the healthy ones be fetched again."""
-    fetched: dict[int, Any] = {}
-    lost: list[str] = []
-    for key, box in boxes:
-        try:
-            fetched[key] = ray.get(box.ref)
-        except _LOST:
-            lost.append(box.ref.hex())
-    return fetched, lost
 
 
 def _spread(reply: Reply, rows: Any, keep: list[int], n: int) -> tuple[Reply, Any]:

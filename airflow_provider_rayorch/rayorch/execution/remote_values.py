@@ -21,6 +21,7 @@ __all__ = [
     "RayValues",
     "RemoteValue",
     "collect_boxes",
+    "column_boxes",
     "materialize",
     "pack_column",
 ]
@@ -144,6 +145,19 @@ def collect_boxes(values: Any, into: dict[int, Box]) -> None:
             into[id(value.box)] = value.box
         elif kind is Gathered:
             stack.extend(value.items)
+
+
+def column_boxes(columns: list[Any]) -> dict[int, Box]:
+    """Every ``Box`` a batch's columns reference, keyed by ``id``, in one order that
+    the driver and the worker compute alike (the order of a task's input objects)."""
+    boxes: dict[int, Box] = {}
+    for column in columns:
+        if type(column) is PackedRefs:
+            boxes.update((id(box), box) for box in column.boxes)
+            continue
+        for value in column:
+            collect_boxes(value, boxes)
+    return boxes
 
 
 def materialize(value: Any, fetched: dict[int, Any]) -> Any:

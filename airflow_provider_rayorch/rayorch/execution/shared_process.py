@@ -34,12 +34,6 @@ class SharedProcess:
 
     def __init__(self, slots: dict[str, SlotSpec]) -> None:
         self.slots = {key: PoolWorker(*spec) for key, spec in slots.items()}
-        #: One input fetch at a time in the process, as in a process of its own:
-        #: threads of one Ray worker waiting in ``ray.get`` together could hang
-        #: (ray-project/ray#54007; a write slot waited forever on a ready input).
-        fetch_lock = threading.Lock()
-        for worker in self.slots.values():
-            worker.fetch_lock = fetch_lock
         #: One batch at a time per slot, as a process of its own would run them.
         self.locks = {key: threading.Lock() for key in slots}
 
@@ -50,9 +44,9 @@ class SharedProcess:
         return os.getpid()
 
     @ray.method(num_returns=2)
-    def run(self, slot: str, task: Task) -> tuple[Reply, Any]:
+    def run(self, slot: str, task: Task, *inputs: Any) -> tuple[Reply, Any]:
         with self.locks[slot]:
-            return self.slots[slot].run_task(task)
+            return self.slots[slot].run_task(task, inputs)
 
     @ray.method(concurrency_group="control")
     def withdraw(self, slot: str, epoch: int, batch: int, rows: list[int]) -> bool:
