@@ -8,7 +8,7 @@ Imports nothing but the standard library and ``containment_curve``'s types.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 from .containment_curve import CurveResult, PointResult
 
@@ -93,10 +93,21 @@ class ScalingPoint(TypedDict, total=False):
     correct: bool
 
 
+class OptOutPoint(TypedDict):
+    """The largest scaling point again, with the light stages in processes of their own."""
+
+    accelerators: int
+    cold_s: float
+    warm_s: float
+    host_cpu_busy: float | None
+    correct: bool
+
+
 class ScalingResult(TypedDict):
     workload: dict[str, Any]
     pages: int
     points: list[ScalingPoint]
+    opt_out: NotRequired[OptOutPoint]
 
 
 class PairedResult(TypedDict, total=False):

@@ -168,6 +168,22 @@ def scaling(
         "workload": spec.scaling.as_dict(),
         "pages": sum(d.pages for d in docs),
         "points": points,
+        "opt_out": _scaling_opt_out(spec, max(spec.scaling_accelerators)),
+    }
+
+
+def _scaling_opt_out(spec: Size, accelerators: int) -> dict[str, Any]:
+    """The largest point with split, render and write opting out of the default
+    shared process (``share_process=False``): what the default costs or saves there."""
+    w = spec.scaling.scaled(accelerators)
+    ms = systems_rayorch.run_pair(OURS, w, warm_runs=spec.scaling_warm_runs, own_processes=True)
+    warm = median_of([m for m in ms if m.mode == "warm"])
+    return {
+        "accelerators": accelerators,
+        "cold_s": ms[0].e2e_s,
+        "warm_s": warm["e2e_s"],
+        "host_cpu_busy": warm.get("host_cpu_busy"),
+        "correct": warm["correct"],
     }
 
 

@@ -71,7 +71,22 @@ def scaling(s: dict[str, Any] | None) -> list[str]:
         ],
         rows,
     )
-    return lines
+    return lines + _opt_out_line(s)
+
+
+def _opt_out_line(s: dict[str, Any]) -> list[str]:
+    """The largest point beside the same run with the light stages opted out."""
+    o = s.get("opt_out")
+    if not o:
+        return []
+    p = next(p for p in s["points"] if p["accelerators"] == o["accelerators"])
+    return [
+        "",
+        f"At {o['accelerators']} accelerators with split, render and write opted out of "
+        f"the default shared process (`share_process=False`): warm {fmt(o['warm_s'])} s "
+        f"(default {fmt(p['warm_s'])} s), cold {fmt(o['cold_s'])} s (default "
+        f"{fmt(p['cold_s'])} s), host CPU busy {fmt(o.get('host_cpu_busy'), 2, pct=True)}.",
+    ]
 
 
 def ablations(a: dict[str, Any] | None) -> list[str]:

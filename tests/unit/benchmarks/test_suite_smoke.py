@@ -59,6 +59,9 @@ def test_smoke_suite_writes_results_readme_and_plots(tmp_path: Path) -> None:
         for mode in ("cold", "warm"):
             assert figures[mode]["correct"], (name, mode)
     assert all(p["correct"] for p in results["scaling"]["points"])
+    opt_out = results["scaling"]["opt_out"]
+    assert opt_out["correct"]
+    assert opt_out["accelerators"] == 2
     assert results["ablations"]["containment"]["variants"]["on"]["correct"]
     assert results["overhead"]["pure_core"]["grains"] > 0
     curve = results["containment_curve"]["points"]
@@ -69,6 +72,7 @@ def test_smoke_suite_writes_results_readme_and_plots(tmp_path: Path) -> None:
     readme = (tmp_path / "README.md").read_text()
     assert "Workload 1" in readme
     assert "Containment curve" in readme
+    assert "At 2 accelerators with split, render and write opted out" in readme
     try:
         import matplotlib  # noqa: F401  (the bench extra only)
     except ImportError:
