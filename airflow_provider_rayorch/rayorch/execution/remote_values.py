@@ -37,8 +37,10 @@ class Box:
         self.recipe = recipe
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Workers need the reference only, never the recipe.
-        return (Box, (self.ref,))
+        # A worker gets the object itself as an argument of its task (task_inputs) and
+        # needs neither the reference nor the recipe; a reference pickled here would
+        # make Ray copy the object to the object store and the worker borrow it.
+        return (Box, (None,))
 
 
 class RemoteValue:

@@ -95,7 +95,7 @@ def test_gathered_and_mixed_columns_resolve_after_a_pickle_round_trip() -> None:
     order = [b.ref.hex() for b in column_boxes(sent.columns).values()]
     objects = {"aa": ["A"], "bb": ["B"], "cc": "C"}
     received = pickle.loads(pickle.dumps(sent))
-    assert [b.ref.hex() for b in column_boxes(received.columns).values()] == order
+    assert all(b.ref is None for b in column_boxes(received.columns).values())  # no borrow
     _reply, values = PoolWorker(Identity, (), {}, calls()).run(
         received, *(objects[name] for name in order)
     )
