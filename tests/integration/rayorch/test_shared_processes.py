@@ -178,7 +178,9 @@ def test_by_default_the_modules_that_ask_for_nothing_share_one_process() -> None
     model = {row[1] for row in model_rows}
     pin = {out[1] for out in result.outputs}
     assert len(light) == 1, light  # 3 workers of 2 modules, one process
-    assert len(model) == 2, model  # opted out: a process per replica
+    # opted out: processes of its own (one per replica; the rows go to the replicas that
+    # are up, so a replica that came up late may have run none of them)
+    assert 1 <= len(model) <= 2, model
     assert len(pin) == 1
     assert not light & (model | pin)
     assert not model & pin
