@@ -30,6 +30,16 @@ class JsonHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def answer_listing(self, path: str, jobs: list[Any]) -> bool:
+        """Answer Ray's version and job list routes; False for any other ``path``."""
+        if path == "/api/version":
+            self.answer(200, {"ray_version": "2.60.0"})
+        elif path == "/api/jobs":
+            self.answer(200, jobs)
+        else:
+            return False
+        return True
+
 
 def start(handler: type[BaseHTTPRequestHandler], port: int = 0) -> ThreadingHTTPServer:
     """``handler`` served on 127.0.0.1 (``port`` 0: a free one) by a daemon thread."""

@@ -54,11 +54,7 @@ class LateJobsApi:
         class Handler(JsonHandler):
             def do_GET(self) -> None:
                 path = self.path.rstrip("/")
-                if path == "/api/version":
-                    self.answer(200, {"ray_version": "2.60.0"})
-                elif path == "/api/jobs":
-                    self.answer(200, [])
-                else:
+                if not self.answer_listing(path, []):
                     self.answer(404, f"Job {path} does not exist")
 
             def do_POST(self) -> None:

@@ -69,11 +69,9 @@ class FakeJobsApi:
         class Handler(JsonHandler):
             def do_GET(self) -> None:
                 path = self.path.rstrip("/")
-                if path == "/api/version":
-                    self.answer(200, {"ray_version": "2.60.0"})
-                elif path == "/api/jobs":
-                    self.answer(200, list(api.jobs.values()))
-                elif path.endswith("/logs"):
+                if self.answer_listing(path, list(api.jobs.values())):
+                    return
+                if path.endswith("/logs"):
                     self.answer(200, {"logs": ""})
                 elif api.first_post == "accepted-then-disconnect" and not api.gets_failed:
                     api.gets_failed = True  # the check after the dropped POST fails too
