@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import ray
-from ray.exceptions import ObjectLostError, OwnerDiedError, RayActorError
+from ray.exceptions import RayActorError
 
 from .protocol import Done, InputsLost, Task
 from .remote_values import Box, collect_boxes, materialize
-from .task_inputs import read_reply, send
+from .task_inputs import LOST, read_reply, send
 
 if TYPE_CHECKING:
     from .actor_pool import ActorPools
@@ -30,7 +30,6 @@ __all__ = ["LineageRecovery", "Recipe", "Waiter"]
 
 log = logging.getLogger(__name__)
 
-_LOST = (ObjectLostError, OwnerDiedError)
 #: Recomputations nested deeper than this give up (a chain of lost objects).
 MAX_DEPTH = 8
 #: Actor deaths one recomputation survives before it gives up.
@@ -67,7 +66,6 @@ class _Redo:
     attempts: int = 0
     values: Any = None
     worker: str | None = None
-    task: Task | None = None  #: the recomputation in flight
 
 
 class LineageRecovery:
@@ -117,9 +115,8 @@ class LineageRecovery:
         """Handle a recomputation's reply: the waiters it released or failed (their
         ``failed`` says why); ``_Redo`` waiters are handled here."""
         redo = self.pending.pop(ref)
-        assert redo.task is not None  # set by _send with the reference
         try:
-            reply = read_reply(ref, redo.task)
+            reply = read_reply(ref, redo.recipe.columns)
         except RayActorError as exc:  # that actor went down (with its node?): another
             redo.attempts += 1
             if redo.attempts < MAX_ATTEMPTS and self._send(redo):
@@ -178,8 +175,8 @@ class LineageRecovery:
             return False
         self._turn += 1
         key = live[self._turn % len(live)]
-        redo.task = Task(redo.recipe.call, 0, 0, redo.recipe.columns)
-        report, values = send(self.pools.actors[key], redo.task)
+        task = Task(redo.recipe.call, 0, 0, redo.recipe.columns)
+        report, values = send(self.pools.actors[key], task)
         redo.values, redo.worker = values, key
         self.pending[report] = redo
         return True
@@ -196,13 +193,13 @@ class LineageRecovery:
             return outputs, []
         try:
             fetched = dict(zip(boxes, ray.get([b.ref for b in boxes.values()]), strict=True))
-        except _LOST as exc:
+        except LOST as exc:
             log.warning("outputs lost (%s); recomputing them", type(exc).__name__)
             lost = []
             for box in boxes.values():
                 try:
                     ray.get(box.ref)
-                except _LOST:
+                except LOST:
                     lost.append(box.ref.hex())
             return None, lost
         return [[materialize(v, fetched) for v in column] for column in outputs], []

@@ -63,7 +63,6 @@ class _InFlight:
     worker: str
     values: Any
     dispatch: Dispatch
-    task: Task
     attempts: int = 0
 
 
@@ -213,7 +212,7 @@ class RayBackend:
         columns = [pack_column(column) for column in command.columns]
         task = Task(command.node.id, self._epoch, command.batch, columns)
         report, values = send(actor, task)
-        inflight[report] = _InFlight(command.batch, command.worker, values, command, task, attempts)
+        inflight[report] = _InFlight(command.batch, command.worker, values, command, attempts)
         timeout = self._timeouts[command.node.module]  # type: ignore[index]
         if timeout is not None:
             self.hangs.dispatched(command.worker, timeout, time.monotonic())
@@ -252,7 +251,7 @@ class RayBackend:
             entry = inflight.get(ref)
             if entry is not None:
                 try:
-                    reply = read_reply(ref, entry.task)
+                    reply = read_reply(ref, entry.dispatch.columns)
                 except RayActorError as exc:
                     deaths.setdefault(entry.worker, death_message(exc))
                     continue

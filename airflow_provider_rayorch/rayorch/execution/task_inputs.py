@@ -20,9 +20,10 @@ from ray.exceptions import ObjectLostError, OwnerDiedError, RayTaskError
 from .protocol import InputsLost, Reply, Task
 from .remote_values import column_boxes
 
-__all__ = ["read_reply", "send"]
+__all__ = ["LOST", "read_reply", "send"]
 
-_LOST = (ObjectLostError, OwnerDiedError)
+#: What Ray raises for an object that is gone (its node or its owner died).
+LOST = (ObjectLostError, OwnerDiedError)
 
 
 def send(actor: Any, task: Task) -> tuple[Any, Any]:
@@ -32,15 +33,16 @@ def send(actor: Any, task: Task) -> tuple[Any, Any]:
     return actor.run.remote(task, *refs)
 
 
-def read_reply(report: Any, task: Task) -> Reply:
-    """The reply of a finished batch. A batch whose inputs Ray could not resolve
-    reports every input object as lost (Ray does not say which one was): the ones
-    still there are recomputed too, which costs work, never correctness."""
+def read_reply(report: Any, columns: list[Any]) -> Reply:
+    """The reply of a finished batch sent with input ``columns``. A batch whose inputs
+    Ray could not resolve reports every input object as lost (Ray does not say which
+    one was): the ones still there are recomputed too, which costs work, never
+    correctness."""
     try:
         return ray.get(report)
-    except _LOST:
+    except LOST:
         pass
     except RayTaskError as exc:
-        if not isinstance(exc.cause, _LOST):
+        if not isinstance(exc.cause, LOST):
             raise
-    return InputsLost(tuple(box.ref.hex() for box in column_boxes(task.columns).values()))
+    return InputsLost(tuple(box.ref.hex() for box in column_boxes(columns).values()))

@@ -163,7 +163,7 @@ def test_an_input_ray_could_not_resolve_reads_as_all_inputs_lost(
 
     monkeypatch.setattr(task_inputs.ray, "get", get)
     sent = task([[RemoteValue(Box(FakeRef("aa")), (0,)), RemoteValue(Box(FakeRef("bb")), (0,))]])
-    reply = task_inputs.read_reply("report", sent)
+    reply = task_inputs.read_reply("report", sent.columns)
     assert isinstance(reply, InputsLost)
     assert list(reply.refs) == ["aa", "bb"]
 
@@ -174,4 +174,4 @@ def test_any_other_task_error_is_not_called_lost(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(task_inputs.ray, "get", get)
     with pytest.raises(RayTaskError):
-        task_inputs.read_reply("report", task([["plain"]]))
+        task_inputs.read_reply("report", [["plain"]])
