@@ -362,7 +362,10 @@ class ActorPools:
             actor = _remote_class(PoolWorker).options(**options).remote(*build[keys[0]])
             handles = {keys[0]: actor}
         else:
-            options["max_concurrency"] = len(keys)  # a thread per slot
+            # A thread per batch in flight: a slot's lock runs its batches one at a time.
+            options["max_concurrency"] = sum(
+                self.plan.modules[m].options.max_batches_in_flight for m in modules
+            )
             actor = _remote_class(SharedProcess).options(**options).remote(build)
             process = f"{group}@{keys[0]}"
             self.members[process] = keys

@@ -369,10 +369,11 @@ class RayBackend:
 
     def _worker(self, key: str) -> tuple[Any, ...]:
         """``WorkerAdded`` fields of an actor that came up: a slot of a shared process
-        holds one batch at a time, and the core knows which process it shares."""
+        holds its pool's batches in flight like any worker, and the core knows which
+        process it shares."""
         module = self.pools.module_of[key]
         process = self.pools.process_of.get(key)
-        return (key, module) if process is None else (key, module, 1, process)
+        return (key, module) if process is None else (key, module, None, process)
 
     def _look_for_hangs(self, core: Core, inflight: dict[Any, _InFlight], now: float) -> list[Any]:
         probe, silent = self.hangs.due(now)

@@ -1,10 +1,12 @@
 """One actor process for several modules' workers (``ray_options(share_process=)``).
 
 ``SharedProcess`` is the actor: it builds one ``PoolWorker`` per slot (a replica of
-a member module) and runs each slot's batches on a thread of its own, one batch
-at a time per slot. ``Slot`` is the driver's handle on one slot: it has the
-methods of a ``PoolWorker`` handle (``run``, ``withdraw``, ``running``, ``ready``,
-``pid``), so the rest of the Ray backend sees a worker like any other.
+a member module) and runs each slot's batches one at a time, under the slot's lock;
+the process has a thread per batch in flight, so a slot's next batch waits at the
+lock, already delivered, as it would queue on a process of its own. ``Slot`` is the
+driver's handle on one slot: it has the methods of a ``PoolWorker`` handle (``run``,
+``withdraw``, ``running``, ``ready``, ``pid``), so the rest of the Ray backend sees a
+worker like any other.
 
 A shared process's death is the death of all its slots; the core then runs every
 Grain that was on any of them alone in a whole process (see ``runtime.scheduling``).

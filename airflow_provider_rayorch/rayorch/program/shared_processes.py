@@ -8,9 +8,9 @@ resources keeps processes of its own, and the members of one process must agree 
 its ``runtime_env``.
 
 The default (``share_process=None``): the modules that ask Ray for nothing (no
-option but ``num_cpus=0``, no ``batch_timeout_s``, the default
-``max_batches_in_flight``) share the process ``DEFAULT_PROCESS``, when it would
-hold at least two workers. ``share_process=False`` opts a module out.
+option but ``num_cpus=0``, no ``batch_timeout_s``) share the process
+``DEFAULT_PROCESS``, when it would hold at least two workers.
+``share_process=False`` opts a module out.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CompileError
-from .options import CallOptions
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from .options import CallOptions
     from .plan import ModuleSpec
 
 __all__ = [
@@ -42,14 +42,13 @@ DEFAULT_PROCESS = "default"
 
 def asks_for_nothing(options: CallOptions) -> bool:
     """Whether a module asks for nothing a process shared with others could not give:
-    no Ray option but ``num_cpus=0``, no hang bound (a hung batch kills its process),
-    the default batches in flight (a shared slot holds one batch at a time)."""
+    no Ray option but ``num_cpus=0``, and no hang bound (a hung batch kills its
+    process, and with it the other modules' batches)."""
     ray_options = options.ray_actor_options
     return (
         set(ray_options) <= {"num_cpus"}
         and not ray_options.get("num_cpus")
         and options.batch_timeout_s is None
-        and options.max_batches_in_flight == CallOptions.max_batches_in_flight
     )
 
 
@@ -66,7 +65,7 @@ def process_names(modules: Iterable[ModuleSpec]) -> dict[int, str | None]:
             names[m.id] = DEFAULT_PROCESS
         else:
             names[m.id] = None
-    # A default process of one worker saves no start and holds one batch at a time.
+    # A default process of one worker saves no process start.
     slots = sum(m.options.replicas for m in modules if names[m.id] == DEFAULT_PROCESS)
     if slots < 2:
         for m in modules:

@@ -102,7 +102,6 @@ def test_modules_that_ask_for_nothing_share_the_default_process() -> None:
         pytest.param({"memory": 10**9}, id="memory"),
         pytest.param({"runtime_env": {"env_vars": {"A": "1"}}}, id="runtime-env"),
         pytest.param({"batch_timeout_s": 5}, id="batch-timeout"),
-        pytest.param({"max_batches_in_flight": 4}, id="in-flight"),
         pytest.param({"scheduling_strategy": "DEFAULT"}, id="scheduling"),
         pytest.param({"share_process": False}, id="opt-out"),
     ],
@@ -113,7 +112,7 @@ def test_a_module_that_asks_for_something_keeps_processes_of_its_own(asks: dict[
 
 
 def test_a_lone_module_with_one_replica_keeps_its_process() -> None:
-    """A process of one slot saves no start and loses the batches queued behind one."""
+    """A process of one slot saves no process start."""
     assert _groups({}, {"share_process": False}) == {}
 
 
@@ -130,3 +129,8 @@ def test_opting_out_is_in_the_fingerprint_and_the_default_is_not() -> None:
     assert Two({"share_process": False}, {}).compile().fingerprint == (
         Two({"share_process": False}, {}).compile().fingerprint
     )
+
+
+def test_batches_in_flight_do_not_keep_a_module_out() -> None:
+    """A slot holds its pool's batches in flight, as a process of its own does."""
+    assert _groups({"max_batches_in_flight": 4}, {}) == {DEFAULT_PROCESS: ["first", "second"]}
