@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -29,7 +28,6 @@ def main(argv: list[str] | None = None) -> int:
     from ..report.airflow_path import write_page
 
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "airflow_path.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
     write_page(result, args.out, plots=not args.no_plots)
     print((args.out / "airflow-path.md").read_text())
     return 0

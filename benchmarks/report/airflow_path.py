@@ -1,8 +1,10 @@
 """The Airflow-path section (benchmarks/airflow_path): its page
-docs/benchmarks/airflow-path.md, a plot, and the README's short summary of it."""
+docs/benchmarks/airflow-path.md with its raw results beside it, a plot, and the
+README's short summary of it."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from .markdown import fmt, table
@@ -13,6 +15,8 @@ if TYPE_CHECKING:
 __all__ = ["section", "write_page"]
 
 PAGE = "airflow-path.md"
+#: The page's raw results, written with it so the two always come from one run.
+RAW = "airflow_path.json"
 PLOT = "airflow-path.png"
 HEADLINE = [
     ("trigger_to_first_commit_s", "trigger -> first commit"),
@@ -174,9 +178,11 @@ def _plot(r: dict[str, Any], out: Path) -> bool:
 
 
 def write_page(r: dict[str, Any] | None, out: Path, *, plots: bool = True) -> None:
-    """Write ``out``/airflow-path.md (and its plot when matplotlib is installed)."""
+    """Write ``out``/airflow-path.md, its raw results (``RAW``) and its plot (when
+    matplotlib is installed)."""
     if not r or not r.get("variants"):
         return
+    (out / RAW).write_text(json.dumps(r, indent=1, default=str) + "\n")
     plotted = False
     if plots:
         try:

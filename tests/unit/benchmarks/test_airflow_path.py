@@ -3,6 +3,7 @@ measurement itself needs a deployment: ``python -m benchmarks.airflow_path``).""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 import pytest
@@ -45,7 +46,7 @@ def test_the_event_goal_is_poll_plus_the_runs_own_time_plus_10_s() -> None:
 
 
 def test_the_page_and_the_readme_summary(tmp_path: Path) -> None:
-    from benchmarks.report.airflow_path import PAGE, section, write_page
+    from benchmarks.report.airflow_path import PAGE, RAW, section, write_page
 
     result = {
         "documents": 24,
@@ -65,6 +66,8 @@ def test_the_page_and_the_readme_summary(tmp_path: Path) -> None:
     assert "| RayOrchOperator | 11.00 |" in page
     assert "python -m benchmarks.airflow_path --runs 2" in page
     assert "| latency | 30.00 | 30.00 | 35.00 | yes |" in page
+    # The raw results come from the same run as the page (the suite writes both).
+    assert json.loads((tmp_path / RAW).read_text()) == json.loads(json.dumps(result))
     assert any(PAGE in line for line in section(result))
     assert section({"skipped": "not at this size"}) == []
 
