@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import shlex
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow_provider_rayorch.common.driver_exit import error_from
 from airflow_provider_rayorch.common.polling import call_with_retries
@@ -29,6 +29,7 @@ from airflow_provider_rayorch.runs.lease import RepairLease
 
 if TYPE_CHECKING:
     import logging
+    from collections.abc import Callable
 
     from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
     from airflow_provider_rayorch.runs.store import RunStore
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["DRIVER_MODULE", "MicrobatchRepair", "repairs_pending", "rewrite_run_manifest"]
 
 DRIVER_MODULE = "airflow_provider_rayorch.job"
+T = TypeVar("T")
 
 
 class MicrobatchRepair:
@@ -60,12 +62,13 @@ class MicrobatchRepair:
         self.deadline = time.monotonic() + float(deadline_s)
         self.lease = RepairLease(store, run_id, owner)
 
+    def _retrying(self, fn: Callable[[], T], what: str) -> T:
+        """``fn()``, retried on the Jobs API's transient errors within the one budget."""
+        return call_with_retries(fn, what=what, interval=self.interval, log=self.log)
+
     def _status(self, job_id: str) -> JobStatus:
-        status = call_with_retries(
-            lambda: self.hook.get_job_status(job_id),
-            what=f"reading Ray job {job_id}",
-            interval=self.interval,
-            log=self.log,
+        status = self._retrying(
+            lambda: self.hook.get_job_status(job_id), f"reading Ray job {job_id}"
         )
         return JobStatus.parse(status)
 
@@ -104,7 +107,7 @@ class MicrobatchRepair:
         from airflow_provider_rayorch.operators._common import submission_id
 
         sid = f"{submission_id(self.run_id, try_number)}-mb{self.index}-a{attempt}"
-        if self.hook.get_job_info(sid) is not None:
+        if self._retrying(lambda: self.hook.get_job_info(sid), f"reading Ray job {sid}"):
             sid = f"{sid}-{int(time.time())}"  # Ray refuses to reuse a submission id
         args = [
             "python", "-m", DRIVER_MODULE, "--run-store", self.store.uri, "--run-id",
@@ -114,12 +117,15 @@ class MicrobatchRepair:
             self.store, self.run_id, self.index, attempt=attempt, job_id=None,
             status=REPAIR_ACTIVE, owner=self.owner,
         )  # fmt: skip
-        try:
-            job_id = self.hook.submit_job(
-                shlex.join(args),
-                submission_id=sid,
-                runtime_env=with_parent_run(None, self.ti) or None,  # OpenLineage parent
-                metadata={"rayorch_run_id": self.run_id, "rayorch_repair": str(self.index)},
+        try:  # idempotent by ``sid``: a submit without an answer is sent again
+            job_id = self._retrying(
+                lambda: self.hook.submit_job(
+                    shlex.join(args),
+                    submission_id=sid,
+                    runtime_env=with_parent_run(None, self.ti) or None,  # OpenLineage parent
+                    metadata={"rayorch_run_id": self.run_id, "rayorch_repair": str(self.index)},
+                ),
+                f"submitting repair job {sid}",
             )
         except Exception as exc:
             self._record("failed", None, attempt, f"submit failed: {exc}")
