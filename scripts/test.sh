@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Lint, type-check and run the whole test suite. Fails if pytest collects no test.
 # Usage: bash scripts/test.sh [extra pytest arguments]
+#
+# With no arguments the tiers run as separate pytest sessions (unit, integration, docs,
+# e2e), so the e2e tier's session fixtures (Airflow deployments, Ray heads, a 2-node
+# cluster, the S3 server) are up only while e2e tests run, never beside the other tiers.
+# With arguments, one pytest session takes them as they are.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,4 +14,11 @@ export RAY_USAGE_STATS_ENABLED=0
 .venv/bin/ruff format --check .
 .venv/bin/mypy
 # pytest's exit code 5 (no test collected) fails this script like any other failure.
-.venv/bin/pytest "$@"
+if [ "$#" -gt 0 ]; then
+    .venv/bin/pytest "$@"
+    exit
+fi
+for tier in tests/unit tests/integration tests/docs tests/e2e; do
+    echo "=== pytest $tier ==="
+    .venv/bin/pytest "$tier"
+done

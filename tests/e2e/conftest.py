@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from deployment import Deployment, start_deployment, start_listener_deployment
 from e2e_helpers import E2E_DAGS, EXAMPLES, ROOT
 from real_cluster import TokenCluster, start_token_cluster
-from rest import AirflowRest
+from rest import UNPAUSED, AirflowRest, RestError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -136,6 +136,19 @@ def listener_deployment(tmp_path_factory) -> Iterator[Deployment]:
 def airflow_rest(airflow_deployment) -> AirflowRest:
     """An admin REST client of ``airflow_deployment``; its waits fail with the logs."""
     return AirflowRest(airflow_deployment.url, on_timeout=airflow_deployment.logs)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _pause_what_the_module_unpaused() -> Iterator[None]:
+    """Pause every DAG the module unpaused when it ends: a scheduled DAG left unpaused
+    would keep starting runs (and their Ray heads) beside the modules after it."""
+    yield
+    while UNPAUSED:
+        rest, dag_id = UNPAUSED.pop()
+        try:
+            rest.pause(dag_id)
+        except (RestError, OSError) as exc:  # the deployment may be gone already
+            print(f"could not pause {dag_id}: {exc}")
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 TERMINAL_RUN_STATES = frozenset({"success", "failed"})
 
+#: DAGs unpaused through any client, in order, until the module that did it ends.
+UNPAUSED: list[tuple[AirflowRest, str]] = []
+
 
 class RestError(AssertionError):
     """An API call answered with an error status."""
@@ -110,7 +113,12 @@ class AirflowRest:
         return dict(self.wait(parsed, timeout, f"DAG {dag_id!r} to be parsed"))
 
     def unpause(self, dag_id: str) -> None:
+        """Unpause ``dag_id``; the e2e conftest pauses it again when the module ends."""
         self.call("PATCH", f"dags/{dag_id}", json={"is_paused": False})
+        UNPAUSED.append((self, dag_id))
+
+    def pause(self, dag_id: str) -> None:
+        self.call("PATCH", f"dags/{dag_id}", json={"is_paused": True})
 
     def trigger(
         self,
