@@ -6,8 +6,9 @@ so OpenLineage is imported only where ``apache-airflow-providers-openlineage`` a
 Every task of one run names the same datasets: one input per location
 (:func:`~.naming.input_locations`, with the standard ``inputStatistics`` facet's
 ``fileCount``), the run's own outputs folder with a ``schema`` facet of its Parquet
-columns, and the ``rayorch`` run facet (:class:`RayOrchRunFacet`). A failed run
-adds an ``errorMessage`` facet. No connection setting is read: events hold store
+columns (in a failed task's event only once something was written there), and
+the ``rayorch`` run facet (:class:`RayOrchRunFacet`). A failed run adds an
+``errorMessage`` facet. No connection setting is read: events hold store
 URIs (credential-free, query strings dropped), source folders and summaries.
 """
 
@@ -198,7 +199,9 @@ def operator_lineage(
     ``summary``: the run's (or the microbatch's) lineage summary once known;
     ``microbatch``: the descriptor a mapped microbatch task is about (its inputs are
     counted over its own sources, its facet carries its summary); ``failed``: the
-    task failed, so an ``errorMessage`` facet says why when the records tell."""
+    task failed, so an ``errorMessage`` facet says why when the records tell, and the
+    outputs folder is named only when a microbatch was committed there (a task that
+    failed before submitting, or a job that committed nothing, wrote nothing)."""
     from airflow.providers.common.compat.openlineage.facet import ErrorMessageRunFacet
     from airflow.providers.openlineage.extractors import OperatorLineage
 
@@ -212,13 +215,20 @@ def operator_lineage(
     run_facets: dict[str, Any] = {FACET_KEY: run_facet_class()(**payload)}
     if failed:
         message = error_message(summary, store.read_job_state(run_id))
-        if message is None:
+        if message is None and plan is None:
+            message = (
+                f"RayOrch run {run_id} was never submitted: the task failed before writing "
+                "its plan (a pipeline that does not import or compile; see the task log)"
+            )
+        elif message is None:
             message = f"RayOrch run {run_id} failed before its records tell why (see the task log)"
         run_facets["errorMessage"] = ErrorMessageRunFacet(
             message=message, programmingLanguage="python"
         )
+    # a failed task names its outputs folder only when something was written there
+    wrote = manifest is not None or written_rows(summary) is not None
     return OperatorLineage(
         inputs=_inputs(plan, microbatch),
-        outputs=[_output(store, run_id, summary, manifest)],
+        outputs=[_output(store, run_id, summary, manifest)] if wrote or not failed else [],
         run_facets=run_facets,
     )

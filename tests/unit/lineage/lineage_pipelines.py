@@ -37,3 +37,13 @@ class PathLengths(ro.Pipeline):
 
     def forward(self, paths: ro.Port) -> ro.Port:
         return self.length(paths)
+
+
+class DoesNotCompile(ro.Pipeline):
+    """Fails at compile time: ``forward`` branches on a Port."""
+
+    def __init__(self) -> None:
+        self.length = ro.RayModule(_Length).ray_options(replicas=1, batch_size=4)
+
+    def forward(self, paths: ro.Port) -> ro.Port:
+        return self.length(paths) if paths else paths

@@ -245,3 +245,47 @@ def test_an_object_store_sensor_reuses_the_connection_it_already_read(store_root
         sensor._store = lambda: pytest.fail("looked the connection up again")
         _sensor_store(sensor)
     assert opened == [("s3://bucket/runs", hook.settings.run_store_options)]
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        pytest.param("tests.unit.lineage.lineage_pipelines:DoesNotCompile", id="compile-error"),
+        pytest.param("tests.unit.lineage.lineage_pipelines:Mesure", id="misspelt-class"),
+    ],
+)
+def test_a_task_that_failed_before_submitting_reports_no_output(
+    tmp_path, store_root, pipeline
+) -> None:
+    """Nothing was written, so the FAIL event names no output dataset; its error facet
+    says the run was never submitted."""
+    from airflow_provider_rayorch.exceptions import (
+        RayOrchCompileFailed,
+        RayOrchPipelineNotImportable,
+    )
+
+    files = landing(tmp_path, {"a": 2})
+    op = with_hook(
+        RayOrchOperator(task_id="task", pipeline=pipeline, sources=files),
+        secret_hook(store_root),
+    )
+    ti = ti_for()
+    with pytest.raises((RayOrchCompileFailed, RayOrchPipelineNotImportable)):
+        op.execute(context_for(ti))
+    op.hook.submit_job.assert_not_called()
+    event = build_event(op.get_openlineage_facets_on_failure(ti), "fail")
+    check_event(event)
+    assert outputs_of(event) == []
+    assert "never submitted" in event["run"]["facets"]["errorMessage"]["message"]
+
+
+def test_a_job_that_committed_nothing_reports_no_output(tmp_path, store_root, fake_engine) -> None:
+    from airflow_provider_rayorch.exceptions import RayOrchJobFailed
+
+    op = _operator(store_root, landing(tmp_path, {"a": 2}))
+    op.hook.submit_job.side_effect = lambda entrypoint, *, submission_id, **kw: submission_id
+    op.hook.get_job_info.side_effect = lambda j: {"status": "FAILED", "message": "OOM killed"}
+    ti = ti_for()
+    with pytest.raises(RayOrchJobFailed):
+        op.execute(context_for(ti))
+    assert outputs_of(build_event(op.get_openlineage_facets_on_failure(ti), "fail")) == []
