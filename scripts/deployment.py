@@ -4,20 +4,25 @@ DAG processor, triggerer and API server, each in a process group of its own.
 
     python scripts/deployment.py start --dags-folder dags_examples --port 8080
     python scripts/deployment.py status
-    python scripts/deployment.py stop
+    python scripts/deployment.py start --component scheduler   # (re)start one component
+    python scripts/deployment.py stop [--component scheduler]
 
 Everything lives under ``$AIRFLOW_HOME`` (``--airflow-home``; default
 ``~/rayorch-airflow``): the SQLite metadata DB, task logs, and ``deployment/`` with
-``logs/<component>.log``, ``state.json`` (URL, process groups) and ``env`` (the
-settings, mode 0600: ``set -a; . $AIRFLOW_HOME/deployment/env; set +a`` points the
-``airflow`` CLI at it). The API server listens on 127.0.0.1 only and uses Airflow's
-simple auth manager with every user an admin (``GET /auth/token`` hands out an admin
-token): a deployment for one machine, never one to expose.
+``logs/<component>.log``, ``state.json`` (URL; each component's process group, start
+time and command), ``env`` (the settings, mode 0600: ``set -a; . $AIRFLOW_HOME/deployment/env;
+set +a`` points the ``airflow`` CLI at it) and ``ray-heads/`` (the components'
+``RAYORCH_LOCAL_HEADS_DIR``: the loopback Ray heads their tasks started record
+themselves there). The API server listens on 127.0.0.1 only and uses Airflow's simple
+auth manager with every user an admin (``GET /auth/token`` hands out an admin token):
+a deployment for one machine, never one to expose.
 
-``stop`` sends SIGTERM to each process group ``start`` made (SIGKILL after a grace),
-then to every other group whose processes carry this ``AIRFLOW_HOME`` (task runners,
-loopback Ray heads in sessions of their own; read from /proc on Linux). It never
-touches a process it did not start, and never runs ``ray stop``.
+``stop`` stops (SIGTERM, SIGKILL after a grace) the process groups ``start`` recorded,
+each only while it is still the one recorded (its leader's start time), the groups
+their processes started in turn (Airflow's task runners), found from the live process
+tree before the component stops, and the loopback Ray heads recorded in ``ray-heads/``.
+It never matches processes by their environment, so a shell or a Ray node that merely
+has the same ``AIRFLOW_HOME`` is left alone, and it never runs ``ray stop``.
 
 An ``AIRFLOW__*`` variable in the caller's environment wins over the defaults below
 (the end-to-end tests, tests/e2e/deployment.py, shorten the scheduler's loops that
@@ -32,6 +37,7 @@ import json
 import os
 import secrets
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -63,6 +69,12 @@ def free_port() -> int:
 
 def folder(airflow_home: Path) -> Path:
     return airflow_home / "deployment"
+
+
+def heads_dir(airflow_home: Path) -> Path:
+    """Where the deployment's tasks record the loopback Ray heads they start
+    (``RAYORCH_LOCAL_HEADS_DIR`` of every component)."""
+    return folder(airflow_home) / "ray-heads"
 
 
 def airflow_executable() -> str:
@@ -97,6 +109,7 @@ def settings(airflow_home: Path, dags_folder: Path, port: int) -> dict[str, str]
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(port),
         "AIRFLOW__API__BASE_URL": url,
+        "RAYORCH_LOCAL_HEADS_DIR": str(heads_dir(airflow_home)),
     }
 
 
@@ -128,23 +141,33 @@ def write_state(airflow_home: Path, state: dict) -> None:
 # -- process groups ----------------------------------------------------------------------
 
 
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (a container's init may never reap one)."""
+def _stat(pid: int) -> tuple[str, int, int, int] | None:
+    """(state, ppid, pgid, start time in clock ticks since boot) from /proc/<pid>/stat."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[1]), int(fields[2]), int(fields[19])
 
 
-def _processes() -> list[tuple[int, int]]:
-    """(pid, pgid) of every process on the machine."""
-    found = []
+def _table() -> dict[int, tuple[int, int, int]]:
+    """{pid: (ppid, pgid, start)} of every running (not zombie) process on the machine."""
+    found = {}
     for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError):
-                found.append((int(entry), os.getpgid(int(entry))))
+        if entry.isdigit() and (got := _stat(int(entry))) and got[0] != "Z":
+            found[int(entry)] = got[1:]
     return found
+
+
+def process_start(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot): with the pid, names one process."""
+    got = _stat(pid)
+    return None if got is None or got[0] == "Z" else got[3]
+
+
+def _own_groups() -> set[int]:
+    return {os.getpgrp(), os.getpgid(os.getppid())}
 
 
 def group_alive(pgid: int) -> bool:
@@ -154,12 +177,53 @@ def group_alive(pgid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return any(group == pgid and _running(pid) for pid, group in _processes())
+    return any(group == pgid for _, group, _ in _table().values())
+
+
+def is_recorded_group(pgid: int, start: int | None) -> bool:
+    """The live group ``pgid`` is the one recorded with its leader's ``start``.
+
+    The leader alive with that start time, or (the leader gone) members that started
+    no earlier: a group number is not reused while the group has members, and a newer
+    group under a reused number has a leader started later. ``start`` None (a record
+    without it) trusts the number."""
+    if pgid <= 1 or pgid in _own_groups():
+        return False
+    members = [s for _, group, s in _table().values() if group == pgid]
+    if not members:
+        return False
+    if start is None:
+        return True
+    leader = process_start(pgid)
+    if leader is not None:
+        return leader == start
+    return min(members) >= start
+
+
+def descendant_groups(pgid: int) -> dict[int, int]:
+    """{pgid: start} of the other process groups that processes of group ``pgid``
+    started (their children, grandchildren...), like Airflow's task runners."""
+    table = _table()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    todo = [pid for pid, (_, group, _) in table.items() if group == pgid]
+    skip = {pgid, *_own_groups()}
+    found: dict[int, int] = {}
+    while todo:
+        for child in children.get(todo.pop(), []):
+            todo.append(child)
+            group = table[child][1]
+            if group not in skip:
+                leader = table.get(group)
+                start = leader[2] if leader else table[child][2]
+                found[group] = min(found.get(group, start), start)
+    return found
 
 
 def kill_group(pgid: int, grace: float = 20.0) -> None:
     """Stop one process group we started: SIGTERM, then SIGKILL after ``grace``."""
-    if pgid <= 1 or pgid == os.getpgrp():
+    if pgid <= 1 or pgid in _own_groups():
         raise ValueError(f"refusing to signal process group {pgid}")
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
         try:
@@ -175,27 +239,36 @@ def kill_group(pgid: int, grace: float = 20.0) -> None:
             time.sleep(0.2)
 
 
-def groups_started_under(airflow_home: Path) -> set[int]:
-    """Groups of live processes whose environment has this ``AIRFLOW_HOME``."""
-    marker = f"AIRFLOW_HOME={airflow_home}".encode()
-    own = {os.getpgrp(), os.getpgid(os.getppid())}
-    groups = set()
-    for pid, pgid in _processes():
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as fh:
-                environ = fh.read().split(b"\0")
-        except OSError:
-            continue
-        if marker in environ and pgid not in own and _running(pid):
-            groups.add(pgid)
-    return groups
+def recorded_heads(airflow_home: Path) -> list[tuple[Path, dict]]:
+    """The loopback Ray heads the deployment's tasks started, as they recorded them
+    (``<heads dir>/started/<pgid>.json``, see airflow_provider_rayorch.common.local_heads)."""
+    found = []
+    for path in sorted((heads_dir(airflow_home) / "started").glob("*.json")):
+        with contextlib.suppress(OSError, ValueError):
+            found.append((path, json.loads(path.read_text())))
+    return found
+
+
+def stop_head(path: Path, record: dict) -> bool:
+    """Stop one recorded head (if it is still the one recorded) and drop its record."""
+    pgid, start = int(record.get("pgid", 0)), record.get("start")
+    stopped = False
+    if is_recorded_group(pgid, None if start is None else int(start)):
+        kill_group(pgid, grace=10.0)
+        stopped = True
+    temp_dir = str(record.get("temp_dir") or "")
+    if os.path.basename(temp_dir).startswith("rayh"):
+        shutil.rmtree(temp_dir, ignore_errors=True)
+    path.unlink(missing_ok=True)
+    return stopped
 
 
 # -- commands ----------------------------------------------------------------------------
 
 
 def start_component(airflow_home: Path, name: str, env: dict[str, str]) -> int:
-    """Start one component in a new session (its own process group); returns the pgid."""
+    """Start one component in a new session (its own process group); record it (its
+    pgid, start time and command) in ``state.json``; returns the pgid."""
     port = env["AIRFLOW__API__PORT"]
     cmd = [airflow_executable(), *(a.format(port=port) for a in COMPONENTS[name])]
     log = folder(airflow_home) / "logs" / f"{name}.log"
@@ -206,8 +279,21 @@ def start_component(airflow_home: Path, name: str, env: dict[str, str]) -> int:
         )  # fmt: skip
     state = read_state(airflow_home)
     state["groups"][name] = proc.pid
+    record = {"pgid": proc.pid, "start": process_start(proc.pid), "command": cmd}
+    state.setdefault("started", {})[name] = record
     write_state(airflow_home, state)
     return proc.pid
+
+
+def running_components(airflow_home: Path) -> set[str]:
+    """The recorded components whose process group is still the one ``start`` made."""
+    state = read_state(airflow_home)
+    started = state.get("started", {})
+    return {
+        name
+        for name, pgid in state["groups"].items()
+        if is_recorded_group(int(pgid), (started.get(name) or {}).get("start"))
+    }
 
 
 def health(url: str) -> dict:
@@ -228,22 +314,52 @@ def tails(airflow_home: Path) -> str:
     return "\n".join(f"----- {p} -----\n{p.read_text(errors='replace')[-LOG_TAIL:]}" for p in logs)
 
 
+def fail(message: str) -> int:
+    print(message, file=sys.stderr)
+    return 2
+
+
+def missing_airflow() -> str | None:
+    """Why the components cannot start, if ``airflow`` is nowhere to be found."""
+    if Path(airflow_executable()).exists() or shutil.which("airflow"):
+        return None
+    return (
+        f"no `airflow` command beside {sys.executable} nor on PATH, so the deployment "
+        "cannot start. Fix: run this script with the Python that has the provider "
+        "installed (`.venv/bin/python scripts/deployment.py start ...`), or install it "
+        "into this Python from the checkout: `pip install -e .`"
+    )
+
+
 def start(args: argparse.Namespace) -> int:
     home: Path = args.airflow_home
-    running = {n for n, g in read_state(home)["groups"].items() if group_alive(g)}
+    if why := missing_airflow():
+        return fail(why)
+    running = running_components(home)
     if args.component:
+        if not (folder(home) / "env").exists():
+            return fail(
+                f"no deployment under {home} to restart a component of (no "
+                f"{folder(home) / 'env'}). Fix: start it first: `python scripts/deployment.py "
+                "start --dags-folder DAGS --port PORT` (with this AIRFLOW_HOME)"
+            )
         env = {**os.environ, **read_env(home)}
         for name in args.component:
-            if name not in running:
+            if name in running:
+                print(f"{name}: already running")
+            else:
                 print(f"{name}: started, process group {start_component(home, name, env)}")
         return 0
     if running:
-        print(f"already running under {home}: {sorted(running)}; stop it first", file=sys.stderr)
-        return 1
+        return fail(
+            f"already running under {home}: {sorted(running)}. Fix: stop it first "
+            "(`python scripts/deployment.py stop`), or restart one component with "
+            "`python scripts/deployment.py start --component NAME`"
+        )
     (folder(home) / "logs").mkdir(parents=True, exist_ok=True)
     values = settings(home, args.dags_folder.resolve(), args.port)
     write_env(home, values)
-    write_state(home, {"url": values["AIRFLOW__API__BASE_URL"], "groups": {}})
+    write_state(home, {"url": values["AIRFLOW__API__BASE_URL"], "groups": {}, "started": {}})
     env = {**os.environ, **values}
     migrate = subprocess.run(
         [airflow_executable(), "db", "migrate"], env=env, capture_output=True, text=True,
@@ -251,17 +367,21 @@ def start(args: argparse.Namespace) -> int:
     )  # fmt: skip
     (folder(home) / "logs" / "db-migrate.log").write_text(migrate.stdout + migrate.stderr)
     if migrate.returncode != 0:
-        print(f"`airflow db migrate` failed:\n{tails(home)}", file=sys.stderr)
-        return 1
+        return fail(
+            f"`airflow db migrate` failed:\n{tails(home)}\nFix: the error above; a metadata "
+            f"DB another Airflow version made under {home} needs a fresh --airflow-home"
+        )
     for name in COMPONENTS:
         start_component(home, name, env)
     url = values["AIRFLOW__API__BASE_URL"]
     deadline = time.monotonic() + args.timeout
     while not healthy(url):
-        dead = [n for n, g in read_state(home)["groups"].items() if not group_alive(g)]
+        dead = sorted(set(read_state(home)["groups"]) - running_components(home))
         if dead or time.monotonic() > deadline:
             why = f"{dead} exited" if dead else f"not healthy within {args.timeout:g}s"
+            fix = "read its log above" if dead else "give it more time (--timeout)"
             print(f"the deployment failed to start ({why}):\n{tails(home)}", file=sys.stderr)
+            print(f"Fix: {fix}", file=sys.stderr)
             stop(args)
             return 1
         time.sleep(1.0)
@@ -270,24 +390,42 @@ def start(args: argparse.Namespace) -> int:
 
 
 def stop(args: argparse.Namespace) -> int:
+    """Stop the components ``start`` recorded, the process groups they started, and
+    (all components) the loopback Ray heads the deployment's tasks recorded."""
     home: Path = args.airflow_home
     state = read_state(home)
+    started = state.get("started", {})
     names = args.component or list(state["groups"])
     for name in names:
-        pgid = state["groups"].get(name)
-        if pgid is not None:
-            kill_group(int(pgid))
-            print(f"{name}: stopped (process group {pgid})")
+        pgid = state["groups"].pop(name, None)
+        record = started.pop(name, None) or {}
+        if pgid is None:
+            print(f"{name}: not started by this script under {home}")
+            continue
+        if not is_recorded_group(int(pgid), record.get("start")):
+            print(f"{name}: already stopped (process group {pgid})")
+            continue
+        children = descendant_groups(int(pgid))
+        kill_group(int(pgid))
+        print(f"{name}: stopped (process group {pgid})")
+        for child, child_start in children.items():
+            if is_recorded_group(child, child_start):
+                kill_group(child, grace=10.0)
+                print(f"stopped process group {child}, started by {name}")
+    if (folder(home) / "state.json").exists():
+        write_state(home, state)
     if not args.component:
-        for pgid in groups_started_under(home):
-            kill_group(pgid, grace=10.0)
-            print(f"stopped process group {pgid}, started under {home}")
+        for path, head in recorded_heads(home):
+            if stop_head(path, head):
+                where = f"{head.get('address')} (process group {head.get('pgid')})"
+                print(f"stopped the loopback Ray head at {where}, started by a task here")
     return 0
 
 
 def status(args: argparse.Namespace) -> int:
     state = read_state(args.airflow_home)
-    groups = {n: {"pgid": g, "alive": group_alive(g)} for n, g in state["groups"].items()}
+    running = running_components(args.airflow_home)
+    groups = {n: {"pgid": g, "alive": n in running} for n, g in state["groups"].items()}
     url = state.get("url")
     print(json.dumps({"url": url, "groups": groups, "health": health(url) if url else {}}))
     return 0 if groups and all(g["alive"] for g in groups.values()) else 1
@@ -303,7 +441,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to get healthy")
     parser.add_argument(
         "--component", action="append", choices=list(COMPONENTS),
-        help="start or stop only this component (after `start`), repeatable",
+        help="start (if not running) or stop only this component of a deployment `start` "
+        "made, repeatable",
     )  # fmt: skip
     args = parser.parse_args(argv)
     args.airflow_home = args.airflow_home.expanduser().resolve()
