@@ -1,4 +1,8 @@
-"""Operator extra link "RayOrch report": the plugin page of the task instance's run."""
+"""Operator extra link "RayOrch report": the plugin page of the task instance's run.
+
+Every address of that page is built here: the link's, and the one the plugin sends
+a "RayOrch report" tab to when Airflow's UI left its ``{MAP_INDEX}`` placeholder
+unfilled (a task that is not mapped)."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from airflow.sdk import BaseOperatorLink
 if TYPE_CHECKING:
     from airflow.sdk.types import TaskInstanceKey
 
-__all__ = ["URL_PREFIX", "RayOrchReportLink", "report_path"]
+__all__ = ["URL_PREFIX", "RayOrchReportLink", "report_path", "report_query"]
 
 #: Where the plugin's FastAPI app is mounted in the API server.
 URL_PREFIX = "/rayorch"
@@ -24,12 +28,16 @@ def _base_path() -> str:
     return urlsplit(base).path.rstrip("/")
 
 
+def report_query(dag_id: str, run_id: str, task_id: str, map_index: int = -1, **extra: str) -> str:
+    """The query string of one task instance's report page (``map_index`` -1 for a
+    task that is not mapped), with ``extra`` parameters after it."""
+    fields = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index}
+    return urlencode({**fields, **extra})
+
+
 def report_path(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
     """The browser path of one task instance's report page."""
-    query = urlencode(
-        {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index}
-    )
-    return f"{_base_path()}{URL_PREFIX}/ti?{query}"
+    return f"{_base_path()}{URL_PREFIX}/ti?{report_query(dag_id, run_id, task_id, map_index)}"
 
 
 def report_path_of(ti_key: TaskInstanceKey) -> str:

@@ -18,7 +18,7 @@ from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessE
 from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
 from airflow.utils.session import create_session
 from fastapi import Depends, FastAPI, Query, Request
-from fastapi.responses import HTMLResponse, PlainTextResponse, Response
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 from airflow_provider_rayorch.rayorch.errors import StoreError
 
@@ -105,13 +105,6 @@ def _state(run: resolve.TaskRun) -> RunState:
         return RunState("?", message=f"cannot read the run store: {type(exc).__name__}: {exc}")
 
 
-def _map_index(value: str) -> int:
-    try:
-        return int(value)
-    except ValueError:  # "{MAP_INDEX}" left unreplaced on an unmapped task instance
-        return -1
-
-
 @app.get("/ti", response_class=HTMLResponse, dependencies=[_READ_TI])
 def task_instance_report(
     dag_id: str,
@@ -120,11 +113,21 @@ def task_instance_report(
     map_index: Annotated[str, Query()] = "-1",
     q: str | None = None,
     outcome: str = "",
-) -> HTMLResponse:
+) -> Response:
     """The report of the run a task instance started or watches; a microbatch task's
-    report opens on its microbatch (its sources listed, until the filter changes)."""
+    report opens on its microbatch (its sources listed, until the filter changes).
+
+    Airflow's UI fills the tab's ``{MAP_INDEX}`` only for a mapped task instance: any
+    other ``map_index`` is sent on to the task's own address (``map_index=-1``)."""
+    try:
+        index = int(map_index)
+    except ValueError:
+        from airflow_provider_rayorch.links.report import report_query
+
+        kept = {k: v for k, v in (("q", q), ("outcome", outcome)) if v}
+        return RedirectResponse(f"ti?{report_query(dag_id, run_id, task_id, -1, **kept)}")
     with create_session() as session:
-        ref = resolve.find_for_ti(session, dag_id, run_id, task_id, _map_index(map_index))
+        ref = resolve.find_for_ti(session, dag_id, run_id, task_id, index)
     html = None
     if ref is not None:
         fields = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index}
