@@ -9,6 +9,7 @@ counted in log files the workers append to (see ``fault_udfs``), never timed.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import sys
@@ -25,7 +26,7 @@ from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 from . import fault_udfs as fu
 from .udfs import Owner
-from .watchdog import subprocess_within, wait_for, within
+from .watchdog import measured_start_s, subprocess_within, wait_for, within
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -34,14 +35,18 @@ pytestmark = pytest.mark.usefixtures("no_actors_left")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROWS = list(range(10))
-#: Room on a loaded 2-core CI machine for one actor start (spawn + imports).
-START_S = 20.0
+#: One process start with Ray's and the engine's imports, measured on this machine as
+#: the module loads (so under the load the suite puts on it then).
+MEASURED_START_S = measured_start_s()
+#: The watchdogs' room for one actor start (spawn, imports, registration): a multiple of
+#: the measured start, never below 20 s. A bound for hangs, not a speed assertion.
+START_S = max(20.0, 6 * MEASURED_START_S)
 #: The small ``batch_timeout_s`` the cells use (its clock starts when ``run()`` starts).
 TIMEOUT_S = 3
 #: The cells' ``actor_start_timeout_s``: it covers spawning the worker process too,
-#: so it leaves room for a loaded machine (a start killed before its constructor ran
+#: so it is a multiple of the measured start (a start killed before its constructor ran
 #: logs nothing, hence the bounded, not exact, constructor counts below).
-START_TIMEOUT_S = 10
+START_TIMEOUT_S = max(10, math.ceil(3 * MEASURED_START_S))
 
 
 def comparable(outputs: list[Any]) -> list[Any]:

@@ -30,7 +30,22 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["Finished", "subprocess_within", "wait_for", "within"]
+__all__ = ["Finished", "measured_start_s", "subprocess_within", "wait_for", "within"]
+
+
+def measured_start_s() -> float:
+    """Seconds this machine takes, now, to start a Python process that imports Ray and
+    the engine: what an actor start costs before its constructor runs. Bounds derived
+    from it follow the machine's load in the same test run instead of a guessed figure."""
+    started = time.monotonic()
+    subprocess.run(
+        [sys.executable, "-c", "import ray, airflow_provider_rayorch.rayorch"],
+        check=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+    return time.monotonic() - started
 
 
 def within(seconds: float, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
