@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from deployment import Deployment, start_deployment, start_listener_deployment
 from e2e_helpers import E2E_DAGS, EXAMPLES, ROOT
 from real_cluster import TokenCluster, start_token_cluster
-from rest import UNPAUSED, AirflowRest, RestError
+from rest import UNPAUSED, AirflowRest
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -147,7 +147,7 @@ def _pause_what_the_module_unpaused() -> Iterator[None]:
         rest, dag_id = UNPAUSED.pop()
         try:
             rest.pause(dag_id)
-        except (RestError, OSError) as exc:  # the deployment may be gone already
+        except (AssertionError, OSError) as exc:  # a run that never ended, a gone server
             print(f"could not pause {dag_id}: {exc}")
 
 

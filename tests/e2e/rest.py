@@ -117,8 +117,18 @@ class AirflowRest:
         self.call("PATCH", f"dags/{dag_id}", json={"is_paused": False})
         UNPAUSED.append((self, dag_id))
 
-    def pause(self, dag_id: str) -> None:
-        self.call("PATCH", f"dags/{dag_id}", json={"is_paused": True})
+    def pause(self, dag_id: str, timeout: float = 600) -> None:
+        """Pause ``dag_id`` once its queued and running runs have ended (a paused DAG's
+        runs get no more tasks, so pausing earlier would strand a run's teardown)."""
+
+        def idle() -> bool:
+            runs = self.get(f"dags/{dag_id}/dagRuns", state=["queued", "running"])
+            return not runs["dag_runs"]
+
+        try:
+            self.wait(idle, timeout, f"the runs of {dag_id} to end before pausing it")
+        finally:
+            self.call("PATCH", f"dags/{dag_id}", json={"is_paused": True})
 
     def trigger(
         self,

@@ -83,9 +83,10 @@ def example_runs(
 ) -> dict[str, str]:
     """One run of each example DAG (and of ``rayorch_gated``), all triggered together,
     beside two CPU burners: ``{dag_id: run_id}``. ``rayorch_ingest``'s is the run of
-    the last complete hour, as the scheduler makes it (same logical date), over files
-    landed in that hour."""
-    end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    the hour before the last complete one, as the scheduler makes an hour's run, over
+    files landed in that hour: never the hour whose run the scheduler itself creates
+    once another test unpauses the DAG, so the modules may run in any order."""
+    end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
     start = end - timedelta(hours=1)
     _land_files(airflow_deployment.landing, start)
     return start_runs(

@@ -11,9 +11,8 @@ Documented placeholders become the deployment's: ``127.0.0.1:8080`` its address,
 ``rayorch_doc_test`` (the other e2e tests run on the embedded Ray that no
 ``rayorch_default`` means), and connections a block adds are deleted after it.
 
-This module sorts after test_deployment_examples.py on purpose: unpausing
-``rayorch_ingest`` (the by-hand block) lets the scheduler create the last hour's run,
-whose logical date that module's ingest run takes.
+The by-hand block unpauses ``rayorch_ingest``: its test pauses it again, so no hourly
+run starts beside the modules after it.
 """
 
 from __future__ import annotations
@@ -199,11 +198,14 @@ def test_a_manual_ingest_run_prepares_a_file_that_just_arrived(
     with ``{"logical_date": null}`` (the REST default) is triggered; it succeeds (no
     template needs a logical date) and prepares that file."""
     block = one_block("ingest-by-hand")
-    got = run_on_deployment(airflow_deployment, airflow_rest, block)
-    run_id = _run_id_of(got.stdout)
-    run = airflow_rest.run("rayorch_ingest", run_id)
-    assert run["logical_date"] is None, run
-    finish_run(airflow_rest, "rayorch_ingest", run_id, timeout=600)
+    try:
+        got = run_on_deployment(airflow_deployment, airflow_rest, block)
+        run_id = _run_id_of(got.stdout)
+        run = airflow_rest.run("rayorch_ingest", run_id)
+        assert run["logical_date"] is None, run
+        finish_run(airflow_rest, "rayorch_ingest", run_id, timeout=600)
+    finally:  # the block unpaused it, as a user does; a paused DAG runs no more tasks
+        airflow_rest.pause("rayorch_ingest")
     summary = airflow_rest.xcom("rayorch_ingest", run_id, "ingest.run")
     rows = read_summary_outputs(summary)
     texts = [str(r["value"]["markdown"]) for r in rows if r["outcome"] == "present"]
