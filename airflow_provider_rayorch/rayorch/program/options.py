@@ -26,8 +26,11 @@ class RecoveryPolicy:
 
     ``max_retries`` bounds re-runs after an exception, ``infra_retries`` bounds
     re-runs of a Grain whose actor (or node) died; both are counted per Grain.
-    When they run out, the Grains FAIL with the cause and the run goes on
-    (only ``abort()`` stops a run).
+    Every policy but ``abort()`` isolates before it blames: once a batch's
+    retries are spent it is split (halves, then single rows) until a row that
+    raises alone FAILS with its own exception, so a row never fails with another
+    row's exception and the run goes on (only ``abort()`` stops a run). A Grain
+    whose infra retries run out FAILS with the death as cause.
     """
 
     kind: RecoveryKind = RecoveryKind.RETRY_BATCH
@@ -52,17 +55,21 @@ class RecoveryPolicy:
 
     @classmethod
     def retry_batch(cls, max_retries: int = 1, *, infra_retries: int = 3) -> RecoveryPolicy:
-        """Run the same batch again at once, up to ``max_retries`` times."""
+        """Run the same batch again at once, up to ``max_retries`` times; then split it,
+        each part again at once, until a row that raises alone FAILS (the default)."""
         return cls(RecoveryKind.RETRY_BATCH, max_retries, infra_retries)
 
     @classmethod
     def retry_tail(cls, max_retries: int = 1, *, infra_retries: int = 3) -> RecoveryPolicy:
-        """Put the batch's Grains back behind what is already queued."""
+        """Put the batch's Grains back behind what is already queued (they may share a
+        batch with others), up to ``max_retries`` times; then split it behind the queue
+        until a row that raises alone FAILS."""
         return cls(RecoveryKind.RETRY_TAIL, max_retries, infra_retries)
 
     @classmethod
     def isolate_tail(cls, max_retries: int = 1, *, infra_retries: int = 3) -> RecoveryPolicy:
-        """Retry behind the queue, then split the batch until poisoned rows FAIL alone."""
+        """Retry the same batch behind the queue, up to ``max_retries`` times; then split
+        it behind the queue until a row that raises alone FAILS."""
         return cls(RecoveryKind.ISOLATE_TAIL, max_retries, infra_retries)
 
     def describe(self) -> str:

@@ -229,7 +229,9 @@ class Core:
         if batch is None:
             return
         call = batch.call
-        decision = decide_after_exception(call.recovery, [g for _, g in live_grains(batch)])
+        grains = [g for _, g in live_grains(batch)]
+        # alone: run() saw one row (Grains withdrawn in flight still shared the batch)
+        decision = decide_after_exception(call.recovery, grains, alone=len(batch.grains) == 1)
         if decision.abort:
             self.aborted = ExecutionError(
                 f"Call {call.name!r} raised and its recovery policy is abort(): {event.error}"

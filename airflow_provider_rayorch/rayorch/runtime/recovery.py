@@ -1,4 +1,9 @@
-"""Recovery decisions: what happens to the Grains of a batch that raised or was lost."""
+"""Recovery decisions: what happens to the Grains of a batch that raised or was lost.
+
+Every retrying policy isolates before it blames: a Grain FAILS with an exception
+only when it raised in a batch of its own, so no row fails with another row's
+exception.
+"""
 
 from __future__ import annotations
 
@@ -18,8 +23,8 @@ class Decision:
     """Where each Grain of a failed batch goes next. Each Grain is in one list."""
 
     abort: bool = False
-    #: Re-run at once, as one batch of their own.
-    pinned_front: list[Grain] = field(default_factory=list)
+    #: Re-run at once, each list as one batch of its own, in this order.
+    pinned_front: list[list[Grain]] = field(default_factory=list)
     #: Re-run behind the queue, each list as one batch of its own.
     pinned_tail: list[list[Grain]] = field(default_factory=list)
     #: Re-run at once, loose (they may share a batch with other Grains).
@@ -31,50 +36,63 @@ class Decision:
 
     def without(self, drop: set[Grain]) -> Decision:
         """The same decision for every Grain but those in ``drop``."""
+
+        def groups(lists: list[list[Grain]]) -> list[list[Grain]]:
+            return [kept for group in lists if (kept := [g for g in group if g not in drop])]
+
         return Decision(
             abort=self.abort,
-            pinned_front=[g for g in self.pinned_front if g not in drop],
-            pinned_tail=[
-                kept for group in self.pinned_tail if (kept := [g for g in group if g not in drop])
-            ],
+            pinned_front=groups(self.pinned_front),
+            pinned_tail=groups(self.pinned_tail),
             loose_front=[g for g in self.loose_front if g not in drop],
             loose_tail=[g for g in self.loose_tail if g not in drop],
             fail=[g for g in self.fail if g not in drop],
         )
 
     def retried(self) -> list[Grain]:
-        out = list(self.pinned_front) + list(self.loose_front) + list(self.loose_tail)
-        for group in self.pinned_tail:
+        out = list(self.loose_front) + list(self.loose_tail)
+        for group in self.pinned_front + self.pinned_tail:
             out.extend(group)
         return out
 
 
-def decide_after_exception(policy: RecoveryPolicy, grains: list[Grain]) -> Decision:
-    """Decide for a batch whose ``run()`` raised; retries are counted per Grain."""
+def decide_after_exception(
+    policy: RecoveryPolicy, grains: list[Grain], *, alone: bool | None = None
+) -> Decision:
+    """Decide for a batch whose ``run()`` raised; retries are counted per Grain.
+
+    Grains with retries left run again (``retry_batch``: pinned at the front;
+    ``retry_tail``: loose behind the queue; ``isolate_tail``: pinned behind it).
+    Grains whose retries are spent FAIL only if the batch ran ``alone`` (one row,
+    by default ``len(grains) == 1``); otherwise they are split, a lone spent Grain
+    tried alone and several halved, each part pinned (at the front for
+    ``retry_batch``, behind the queue otherwise), until a row that raises alone
+    FAILS with its own exception.
+    """
     decision = Decision()
-    if policy.kind is RecoveryKind.ABORT:
+    kind = policy.kind
+    if kind is RecoveryKind.ABORT:
         decision.abort = True
         return decision
     fresh = [g for g in grains if g.retries < policy.max_retries]
     spent = [g for g in grains if g.retries >= policy.max_retries]
     for grain in fresh:
         grain.retries += 1
-    if policy.kind is RecoveryKind.RETRY_BATCH:
-        decision.pinned_front = fresh
-        decision.fail = spent
-    elif policy.kind is RecoveryKind.RETRY_TAIL:
-        decision.loose_tail = fresh
-        decision.fail = spent
-    else:  # ISOLATE_TAIL: retry, then halve until a poisoned Grain is alone
-        if fresh:
-            decision.pinned_tail.append(fresh)
-        if len(grains) == 1:
-            decision.fail = spent  # it raised alone: it is the poisoned row
-        elif len(spent) == 1:
-            decision.pinned_tail.append(spent)  # try it alone before blaming it
-        elif spent:
-            half = (len(spent) + 1) // 2
-            decision.pinned_tail += [spent[:half], spent[half:]]
+    pinned = decision.pinned_front if kind is RecoveryKind.RETRY_BATCH else decision.pinned_tail
+    if fresh:
+        if kind is RecoveryKind.RETRY_TAIL:
+            decision.loose_tail = fresh
+        else:
+            pinned.append(fresh)
+    if not spent:
+        return decision
+    if len(grains) == 1 if alone is None else alone:
+        decision.fail = spent  # it raised alone: the exception is its own
+    elif len(spent) == 1:
+        pinned.append(spent)  # try it alone before blaming it
+    else:
+        half = (len(spent) + 1) // 2
+        pinned += [spent[:half], spent[half:]]
     return decision
 
 
@@ -89,12 +107,18 @@ def decide_after_loss(
     retry's split stays split; otherwise its Grains may share a batch with others.
     """
     decision = Decision()
-    front = decision.pinned_front if keep_batch else decision.loose_front
+    again: list[Grain] = []
     for grain in grains:
         if charged:
             grain.infra += 1
         if grain.infra <= policy.infra_retries:
-            front.append(grain)
+            again.append(grain)
         else:
             decision.fail.append(grain)
+    if not again:
+        return decision
+    if keep_batch:
+        decision.pinned_front.append(again)
+    else:
+        decision.loose_front = again
     return decision

@@ -87,8 +87,8 @@ class Transitions:
             grain.t_ready = now
             grain.entity.mb.retried += 1
         queue = call.queue
-        if decision.pinned_front:
-            queue.pin(decision.pinned_front, front=True)
+        for group in reversed(decision.pinned_front):  # the first ends up in front
+            queue.pin(group, front=True)
         if decision.loose_front:
             queue.push_front(decision.loose_front)
         for group in decision.pinned_tail:

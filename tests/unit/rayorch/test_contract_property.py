@@ -3,8 +3,8 @@
 Hypothesis draws a random pipeline (nesting up to 3 levels below the sources,
 empty groups, filters, broadcasts, aligned expands and reduces, ``members=``),
 random per-row behaviour (values, drops through filter masks, RecordFailure,
-GroupFailure, poisoned rows under ``isolate_tail``, transient exceptions that a
-retry cures, non-sequence and unequal-length expands) and a random schedule
+GroupFailure, poisoned rows under every retrying policy, transient exceptions
+that a retry cures, non-sequence and unequal-length expands) and a random schedule
 (batch sizes, batching policy, replicas, recovery policy, ``input_batch_size``,
 ``max_active_input_batches``, and a ``Chaos`` that shuffles completions,
 duplicates reports and kills workers within the infra budget).
@@ -248,24 +248,23 @@ rates_st = st.builds(
 )
 
 
+RETRYING = [
+    ro.RecoveryPolicy.retry_batch,
+    ro.RecoveryPolicy.retry_tail,
+    ro.RecoveryPolicy.isolate_tail,
+]
+
+
 def draw_call_options(data: st.DataObject, rates: Rates) -> tuple[ro.RecoveryPolicy, dict]:
     if rates.poison:
-        # Deterministic per-row exceptions: isolate_tail makes outputs schedule-free.
-        policy = ro.RecoveryPolicy.isolate_tail(
-            max_retries=data.draw(st.integers(0, 2)), infra_retries=INFRA
-        )
+        # Deterministic per-row exceptions: every retrying policy splits a batch until
+        # a row raises alone before it FAILS one, so outputs are schedule-free.
+        make = data.draw(st.sampled_from(RETRYING))
+        policy = make(max_retries=data.draw(st.integers(0, 2)), infra_retries=INFRA)
     else:
         # Only transient exceptions: every raise marks its values, so retries are
         # bounded by the number of transient rows; the budget is never the limit.
-        make = data.draw(
-            st.sampled_from(
-                [
-                    ro.RecoveryPolicy.retry_batch,
-                    ro.RecoveryPolicy.retry_tail,
-                    ro.RecoveryPolicy.isolate_tail,
-                ]
-            )
-        )
+        make = data.draw(st.sampled_from(RETRYING))
         policy = make(max_retries=1000, infra_retries=INFRA)
     opts = {
         "batch_size": data.draw(st.integers(1, 5)),
@@ -294,7 +293,7 @@ class Builder:
         if kind == "mask":
             rates = Rates(rf=rates.rf // 2, transient=rates.transient)
         elif rates.poison:
-            # A retry must not be spent on a transient: isolate_tail may have 0 retries.
+            # A retry must not be spent on a transient: the policy may have 0 retries.
             rates = Rates(rates.rf, rates.gf, rates.poison, 0, rates.bad_split)
         policy, opts = draw_call_options(self.data, rates)
         self.spec.calls[cid] = (kind, rates, policy, opts)

@@ -612,16 +612,11 @@ def test_default_policy_retries_a_batch_once() -> None:
     assert result.lineage()["grains"]["retried"] == 3
 
 
-def test_retry_batch_exhausted_fails_healthy_rows_sharing_the_batch() -> None:
+def test_retry_batch_exhausted_splits_the_batch_and_fails_only_the_raising_row() -> None:
     result = local(Flat(recovery=ro.RecoveryPolicy.retry_batch(max_retries=2)), [1, "boom:x", 3])
-    cause = "ValueError: boom:x"
-    assert result.outputs == [
-        issue(FL, f"pdf[0]: {cause}"),
-        issue(FL, f"pdf[1]: {cause}"),
-        issue(FL, f"pdf[2]: {cause}"),
-    ]
-    # the same batch, pinned, 1 + 2 times
-    assert Log.batches["rows"] == [[1, "boom:x", 3]] * 3
+    assert result.outputs == [1, issue(FL, "pdf[1]: ValueError: boom:x"), 3]
+    # the same batch, pinned, 1 + 2 times; then halves, pinned ahead, until it raises alone
+    assert Log.batches["rows"] == [[1, "boom:x", 3]] * 3 + [[1, "boom:x"], [1], ["boom:x"], [3]]
 
 
 def test_retry_batch_is_pinned_and_immediate() -> None:

@@ -446,22 +446,20 @@ def test_abort_policy_emits_abort_and_stops_dispatching() -> None:
 # =============================================================================
 # Recovery decisions as the core applies them
 # =============================================================================
-def test_retry_batch_pins_the_same_batch_ahead_of_the_queue() -> None:
+def test_retry_batch_pins_the_same_batch_ahead_then_splits_it_ahead() -> None:
     policy = ro.RecoveryPolicy.retry_batch(max_retries=1)
     core, out = make(Flat(batch_size=2, recovery=policy), list("abcde"))
-    out = core.handle(BatchRaised(1, "E: x"))
+    out = core.handle(BatchRaised(1, "E: a"))
     assert d(out) == [(2, "w1", "rows", [["a", "b"]])]
-    out = core.handle(BatchRaised(2, "E: x"))  # retries spent: a, b FAIL
-    assert d(out) == [(3, "w1", "rows", [["c", "d"]])]
-    finish(core, 3, ["C", "D"])
-    out = finish(core, 4, ["E"])
-    assert outputs(out) == [
-        ro.OutputIssue(FL, "doc[0]: E: x"),
-        ro.OutputIssue(FL, "doc[1]: E: x"),
-        "C",
-        "D",
-        "E",
-    ]
+    out = core.handle(BatchRaised(2, "E: a"))  # retries spent: split, each half pinned ahead
+    assert d(out) == [(3, "w1", "rows", [["a"]])]
+    out = core.handle(BatchRaised(3, "E: a"))  # a raised alone: a FAILS
+    assert d(out) == [(4, "w1", "rows", [["b"]])]
+    out = finish(core, 4, ["B"])
+    assert d(out) == [(5, "w1", "rows", [["c", "d"]])]
+    finish(core, 5, ["C", "D"])
+    out = finish(core, 6, ["E"])
+    assert outputs(out) == [ro.OutputIssue(FL, "doc[0]: E: a"), "B", "C", "D", "E"]
 
 
 def test_retry_tail_requeues_loose_behind_the_queue() -> None:
@@ -502,11 +500,16 @@ def test_retries_are_counted_per_grain() -> None:
     core, out = make(Flat(batch_size=2, recovery=policy), list("abc"))
     out = core.handle(BatchRaised(1, "E: 1"))  # a, b: 1 retry each, behind c
     assert d(out) == [(2, "w1", "rows", [["c", "a"]])]
-    # batch 2 = [c, a] (c fresh, a retried once): raises again -> a FAILS, c retried
+    # batch 2 = [c, a] (c fresh, a retried once) raises again: a is spent but raised in
+    # company, so it runs alone (pinned behind b); c is retried loose behind it
     out = core.handle(BatchRaised(2, "E: 2"))
-    assert d(out) == [(3, "w1", "rows", [["b", "c"]])]
-    out = finish(core, 3, ["B", "C"])
-    assert outputs(out) == [ro.OutputIssue(FL, "doc[0]: E: 2"), "B", "C"]
+    assert d(out) == [(3, "w1", "rows", [["b"]])]
+    out = finish(core, 3, ["B"])
+    assert d(out) == [(4, "w1", "rows", [["a"]])]
+    out = core.handle(BatchRaised(4, "E: a"))  # spent and alone: a FAILS, no retry
+    assert d(out) == [(5, "w1", "rows", [["c"]])]
+    out = finish(core, 5, ["C"])
+    assert outputs(out) == [ro.OutputIssue(FL, "doc[0]: E: a"), "B", "C"]
 
 
 # =============================================================================

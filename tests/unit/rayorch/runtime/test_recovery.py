@@ -39,11 +39,12 @@ RP = ro.RecoveryPolicy
 @pytest.mark.parametrize(
     ("policy", "retries", "expected"),
     [
-        pytest.param(RP.retry_batch(2), 0, {"pinned_front": "abc"}, id="retry_batch-fresh"),
-        pytest.param(RP.retry_batch(2), 2, {"fail": "abc"}, id="retry_batch-spent"),
+        pytest.param(RP.retry_batch(2), 0, {"pinned_front": ["abc"]}, id="retry_batch-fresh"),
+        pytest.param(RP.retry_batch(2), 2, {"pinned_front": ["ab", "c"]}, id="retry_batch-halves"),
+        pytest.param(RP.retry_batch(0), 0, {"pinned_front": ["ab", "c"]}, id="retry_batch-0"),
         pytest.param(RP.retry_tail(1), 0, {"loose_tail": "abc"}, id="retry_tail-fresh"),
-        pytest.param(RP.retry_tail(1), 1, {"fail": "abc"}, id="retry_tail-spent"),
-        pytest.param(RP.retry_tail(0), 0, {"fail": "abc"}, id="retry_tail-no-retries"),
+        pytest.param(RP.retry_tail(1), 1, {"pinned_tail": ["ab", "c"]}, id="retry_tail-halves"),
+        pytest.param(RP.retry_tail(0), 0, {"pinned_tail": ["ab", "c"]}, id="retry_tail-0"),
         pytest.param(RP.isolate_tail(1), 0, {"pinned_tail": ["abc"]}, id="isolate-fresh"),
         pytest.param(RP.isolate_tail(1), 1, {"pinned_tail": ["ab", "c"]}, id="isolate-halves"),
         pytest.param(RP.isolate_tail(0), 0, {"pinned_tail": ["ab", "c"]}, id="isolate-0-retries"),
@@ -53,25 +54,67 @@ def test_decide_after_exception(policy: ro.RecoveryPolicy, retries: int, expecte
     gs = batch("abc", retries)
     decision = decide_after_exception(policy, gs)
     assert not decision.abort
-    assert names(decision.pinned_front) == expected.get("pinned_front", "")
+    assert [names(g) for g in decision.pinned_front] == expected.get("pinned_front", [])
     assert names(decision.loose_tail) == expected.get("loose_tail", "")
-    assert names(decision.fail) == expected.get("fail", "")
+    assert decision.fail == []  # a batch of several rows never fails: it is split
     assert [names(g) for g in decision.pinned_tail] == expected.get("pinned_tail", [])
     assert decision.loose_front == []
 
 
-def test_isolate_fails_a_lone_spent_grain() -> None:
-    decision = decide_after_exception(RP.isolate_tail(1), batch("p", retries=1))
+RETRYING = [
+    pytest.param(RP.retry_batch(1), id="retry_batch"),
+    pytest.param(RP.retry_tail(1), id="retry_tail"),
+    pytest.param(RP.isolate_tail(1), id="isolate_tail"),
+]
+
+
+@pytest.mark.parametrize("policy", RETRYING)
+def test_a_spent_grain_that_raised_alone_fails(policy: ro.RecoveryPolicy) -> None:
+    decision = decide_after_exception(policy, batch("p", retries=1))
     assert names(decision.fail) == "p"
     assert decision.retried() == []
 
 
-def test_isolate_tries_a_lone_spent_grain_alone_before_blaming_it() -> None:
+@pytest.mark.parametrize("policy", RETRYING)
+def test_a_spent_grain_tries_alone_before_it_is_blamed(policy: ro.RecoveryPolicy) -> None:
     # b's retries are spent, but it raised in company: it runs alone first
     a, b = G("a", retries=0), G("b", retries=1)
-    decision = decide_after_exception(RP.isolate_tail(1), [a, b])
-    assert [names(g) for g in decision.pinned_tail] == ["a", "b"]
+    decision = decide_after_exception(policy, [a, b])
     assert decision.fail == []
+    pinned = decision.pinned_front + decision.pinned_tail
+    assert [b] in pinned
+    assert sorted(names(decision.retried())) == ["a", "b"]
+
+
+@pytest.mark.parametrize("policy", RETRYING)
+def test_a_lone_survivor_of_a_shared_batch_is_tried_alone_before_it_fails(
+    policy: ro.RecoveryPolicy,
+) -> None:
+    """One live Grain left of a batch whose run() saw other rows (withdrawn in
+    flight): the exception may be theirs, so it runs alone before it can FAIL."""
+    decision = decide_after_exception(policy, batch("p", retries=1), alone=False)
+    assert decision.fail == []
+    assert [names(g) for g in decision.pinned_front + decision.pinned_tail] == ["p"]
+
+
+@pytest.mark.parametrize("policy", RETRYING)
+def test_a_stage_that_always_raises_ends_with_every_row_failing_alone(
+    policy: ro.RecoveryPolicy,
+) -> None:
+    """Each batch splits until every row raised alone: a binary tree over the rows
+    after the batch's one retry, so at most 2n batches for n rows."""
+    gs = batch("abcdefg")
+    queue, dispatches, failed = [gs], 0, []
+    while queue:
+        group = queue.pop(0)
+        dispatches += 1
+        decision = decide_after_exception(policy, group)
+        failed += decision.fail
+        queue += [*decision.pinned_front, *decision.pinned_tail]
+        if decision.loose_tail:
+            queue.append(decision.loose_tail)
+    assert sorted(names(failed)) == list("abcdefg")
+    assert dispatches == 2 * len(gs)  # the try, its retry, then 2n - 2 splits
 
 
 def test_retries_are_counted_per_grain_only_when_retried() -> None:
@@ -114,7 +157,7 @@ def test_a_loss_on_purpose_keeps_each_batch_as_it_was() -> None:
     decision = decide_after_loss(
         RP.retry_batch(infra_retries=1), gs, charged=False, keep_batch=True
     )
-    assert names(decision.pinned_front) == "ab"
+    assert [names(g) for g in decision.pinned_front] == ["ab"]
     assert decision.loose_front == []
     assert decision.fail == []
     assert [g.infra for g in gs] == [0, 0]
@@ -122,7 +165,7 @@ def test_a_loss_on_purpose_keeps_each_batch_as_it_was() -> None:
 
 def test_decision_retried_lists_every_requeued_grain_once() -> None:
     a, b, c, d, e = batch("abcde")
-    decision = Decision(pinned_front=[a], pinned_tail=[[b], [c]], loose_front=[d], loose_tail=[e])
+    decision = Decision(pinned_front=[[a]], pinned_tail=[[b], [c]], loose_front=[d], loose_tail=[e])
     assert sorted(names(decision.retried())) == list("abcde")
 
 
