@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sys
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -61,62 +60,6 @@ def pipeline_spec(pipeline: Any) -> str:
     return f"{module}:{qualname}"
 
 
-def _importable_hint(
-    spec: str, module: Any, remote: bool, runtime_env: Mapping[str, Any], shares_worker_path: bool
-) -> None:
-    name = getattr(module, "__name__", "")
-    if name == "__main__" or name.startswith("unusual_prefix_") or "<locals>" in spec:
-        where = "the Ray cluster's workers" if remote else "the driver process"
-        raise RayOrchPipelineNotImportable(
-            f"pipeline {spec!r} is defined inside a DAG file or script ({name}); "
-            f"{where} cannot import it. Move it to a module of its own (next to the DAG, "
-            "or in an installed package) and, for a remote cluster, ship that module with "
-            "runtime_env `py_modules` or `working_dir`."
-        )
-    if shares_worker_path:  # the provider's loopback head imports what this worker imports
-        return
-    if remote and not (runtime_env.get("py_modules") or runtime_env.get("working_dir")):
-        top = spec.partition(":")[0].split(".")[0]
-        top_module = sys.modules.get(top)
-        path = str(getattr(top_module, "__file__", "") or "")
-        if "site-packages" not in path and "dist-packages" not in path:
-            from airflow.sdk.definitions._internal.logging_mixin import LoggingMixin
-
-            LoggingMixin().log.warning(
-                "pipeline %r comes from %s, which is not an installed package and no "
-                "runtime_env py_modules/working_dir is set: the Ray cluster must be able to "
-                "import it (else the job fails at import).",
-                spec,
-                path or "an unknown location",
-            )
-
-
-def _not_importable_here(spec: str, exc: BaseException, remote: bool) -> str:
-    """Why ``spec`` cannot be imported in this worker, and the fix.
-
-    Here the worker itself cannot import it, so shipping it to a cluster is not the
-    first fix: the path is misspelt or the module is not on this worker's path."""
-    module_name = spec.partition(":")[0] if ":" in spec else spec.rpartition(".")[0]
-    cause = exc.__cause__ or exc
-    where = ", ".join(p for p in sys.path[:6] if p) + (", ..." if len(sys.path) > 6 else "")
-    if isinstance(cause, ModuleNotFoundError):
-        what = f"module {cause.name or module_name!r} is not importable in this worker"
-    elif isinstance(cause, AttributeError):
-        what = f"module {module_name!r} has no attribute named by {spec!r} ({cause})"
-    else:
-        what = f"importing {spec!r} failed: {type(cause).__name__}: {cause}"
-    message = (
-        f"pipeline {spec!r}: {what}. Fix: check the spelling of 'pkg.module:Factory', and that "
-        f"the module's directory is on this worker's PYTHONPATH (searched: {where})."
-    )
-    if remote:
-        message += (
-            " Then, for a remote cluster, ship the module to it with runtime_env "
-            "`py_modules` or `working_dir`, or install it on every node."
-        )
-    return message
-
-
 def check_run_store_setting(run_store: str | None) -> None:
     """Refuse, at DAG parse, an operator ``run_store`` URI that carries credentials
     (a templated one is checked when the task opens it)."""
@@ -133,6 +76,7 @@ def compile_pipeline(
     remote: bool,
     runtime_env: Mapping[str, Any],
     shares_worker_path: bool = False,
+    dag_file: str | None = None,
 ) -> str:
     """Like :func:`compile_plan`, returning only the plan fingerprint."""
     plan = compile_plan(
@@ -141,6 +85,7 @@ def compile_pipeline(
         remote=remote,
         runtime_env=runtime_env,
         shares_worker_path=shares_worker_path,
+        dag_file=dag_file,
     )
     return str(plan.fingerprint)
 
@@ -152,14 +97,20 @@ def compile_plan(
     remote: bool,
     runtime_env: Mapping[str, Any],
     shares_worker_path: bool = False,
+    dag_file: str | None = None,
 ) -> Any:
     """Import and compile the pipeline here, before anything is submitted; returns the
     compiled plan. ``CompileError`` fails the task at once.
 
     ``shares_worker_path``: the Ray cluster imports what this worker imports (the
-    provider's loopback head), so no ``runtime_env`` advice is given."""
+    provider's loopback head), so no ``runtime_env`` advice is given. ``dag_file``:
+    the task's DAG file, whose folder an import error names among the searched paths."""
     import importlib
 
+    from airflow_provider_rayorch.operators._pipeline_import import (
+        importable_hint,
+        not_importable_here,
+    )
     from airflow_provider_rayorch.runs.driver import EXIT_IMPORT, DriverError, import_factory
 
     try:
@@ -167,11 +118,11 @@ def compile_plan(
     except DriverError as exc:
         if exc.exit_code == EXIT_IMPORT and exc.__cause__ is not None:
             raise RayOrchPipelineNotImportable(
-                _not_importable_here(spec, exc, remote and not shares_worker_path)
+                not_importable_here(spec, exc, remote and not shares_worker_path, dag_file)
             ) from exc
         raise RayOrchPipelineNotImportable(str(exc)) from exc
     module_name = spec.partition(":")[0] if ":" in spec else spec.rpartition(".")[0]
-    _importable_hint(
+    importable_hint(
         spec, importlib.import_module(module_name), remote, runtime_env, shares_worker_path
     )
     from airflow_provider_rayorch.rayorch.errors import CompileError

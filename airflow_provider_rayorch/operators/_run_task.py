@@ -184,6 +184,7 @@ class RunTask(BaseOperator):
             remote=remote,
             runtime_env=env,
             shares_worker_path=self.hook.is_local_head is True,
+            dag_file=self.dag.fileloc if self.has_dag() else None,
         )
         sources, n_columns = _common.resolve_sources(
             self.sources,

@@ -126,3 +126,53 @@ def test_loopback_head_gives_no_runtime_env_warning(tmp_path, fake_engine) -> No
         op.prepare({"ti": ti})
     events = [str(entry.get("event")) for entry in logs]
     assert not any("runtime_env" in e or "py_modules" in e for e in events), events
+
+
+def _cluster_operator(tmp_path, pipeline: str, dag_file=None):
+    """A submit operator on a remote cluster (no runtime_env), in a DAG at ``dag_file``."""
+    from airflow.sdk import DAG
+
+    from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
+    from airflow_provider_rayorch.operators.microbatch import RayOrchSubmitOperator
+
+    hook = mock.MagicMock(embedded=False, run_store_uri=str(tmp_path), is_local_head=False)
+    hook.settings = RayOrchSettings(address="http://head:8265", run_store=str(tmp_path))
+    hook.runtime_env.side_effect = lambda override=None: dict(override or {})
+    with DAG("d", schedule=None) as dag:
+        op = RayOrchSubmitOperator(task_id="submit", pipeline=pipeline, sources=[1, 2])
+    if dag_file is not None:
+        dag.fileloc = str(dag_file)
+    op.__dict__["hook"] = hook
+    op.__dict__["poll_hook"] = hook
+    ti = mock.MagicMock(dag_id="d", run_id="r", task_id="submit", map_index=-1, try_number=1)
+    return op, {"ti": ti}
+
+
+def test_misspelt_pipeline_class_names_the_module_and_the_close_name(tmp_path) -> None:
+    """The module imported: neither PYTHONPATH nor shipping it to the cluster is the fix."""
+    import fake_pipelines
+
+    op, context = _cluster_operator(tmp_path, "fake_pipelines:Sqare")
+    with pytest.raises(RayOrchPipelineNotImportable) as caught:
+        op.prepare(context)
+    message = str(caught.value)
+    assert "PYTHONPATH" not in message
+    assert "runtime_env" not in message
+    assert fake_pipelines.__file__ in message
+    assert "'Square'" in message  # the name it probably meant
+
+
+def test_misspelt_pipeline_module_lists_the_dag_folder_among_the_searched_paths(
+    tmp_path, monkeypatch
+) -> None:
+    """Airflow appends the DAG folder to sys.path: it was left out of the first six."""
+    dags = tmp_path / "dags"
+    (dags / "team").mkdir(parents=True)
+    monkeypatch.setattr("sys.path", [*[str(tmp_path / f"p{i}") for i in range(8)], str(dags)])
+    op, context = _cluster_operator(tmp_path, "pipelinez:Docs", dags / "team" / "etl.py")
+    with pytest.raises(RayOrchPipelineNotImportable) as caught:
+        op.prepare(context)
+    message = str(caught.value)
+    assert f"the DAG folder {dags}" in message
+    assert "installed package" in message
+    assert "py_modules" in message  # then the remote cluster must import it too
