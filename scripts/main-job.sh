@@ -12,12 +12,13 @@
 #                              airflow-home/rayorch/runs)
 #   rayorch-output/main-job.log   Airflow's and Ray's output of the last run
 # Usage: bash scripts/main-job.sh [DAG_ID]   (rayorch_documents by default; also
-# rayorch_video, or rayorch_minimal, the fastest smoke example)
+# rayorch_video, or rayorch_minimal, the fastest smoke example). RAYORCH_OUTPUT names
+# another folder for all of it (the tests use that).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DAG_ID=${1:-rayorch_documents}
-OUTPUT="$PWD/rayorch-output"
+OUTPUT="${RAYORCH_OUTPUT:-$PWD/rayorch-output}"
 export AIRFLOW_HOME="$OUTPUT/airflow-home"
 export RAYORCH_EXAMPLES_OUTPUT="$OUTPUT"
 export AIRFLOW__CORE__DAGS_FOLDER="$PWD/dags_examples"

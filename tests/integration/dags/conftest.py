@@ -1,8 +1,6 @@
-"""Run an example DAG with ``dag.test()`` in a fresh process, as the main job does.
-
-Each test gets its own ``AIRFLOW_HOME`` (a migrated SQLite database, shared by the
-module's tests) and its own examples output folder. Everything else, ``HOME`` and
-any Ray variable included, is the user's environment: the DAGs must work as they are.
+"""Run an example DAG through the README's main-job command (``dag.test()`` in a fresh
+Airflow home), in a folder of the test's own. Everything else, ``HOME`` and any Ray
+variable included, is the user's environment: the DAGs must work as they are.
 """
 
 from __future__ import annotations
@@ -19,8 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "dags_examples"
-RUNNER = ROOT / "scripts" / "run_example_dag.py"
-AIRFLOW = str(Path(sys.executable).with_name("airflow"))
+MAIN_JOB = ROOT / "scripts" / "main-job.sh"
 
 sys.path.insert(0, str(EXAMPLES))
 
@@ -42,42 +39,26 @@ class DagRun:
         return f"stdout:\n{self.stdout}\nlog tail:\n{self.log[-6000:]}"
 
 
-@pytest.fixture(scope="module")
-def airflow_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """The user's environment with its own migrated Airflow home and the examples folder."""
-    home = tmp_path_factory.mktemp("airflow-home")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    env.update(
-        AIRFLOW_HOME=str(home),
-        AIRFLOW__CORE__DAGS_FOLDER=str(EXAMPLES),
-        AIRFLOW__CORE__LOAD_EXAMPLES="False",
-        AIRFLOW__CORE__UNIT_TEST_MODE="False",
-        AIRFLOW__OPENLINEAGE__DISABLED="true",
-        RAY_USAGE_STATS_ENABLED="0",
-        PYTHONPATH=os.pathsep.join([str(EXAMPLES), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-    )
-    migrate = subprocess.run(
-        [AIRFLOW, "db", "migrate"], env=env, capture_output=True, text=True, timeout=180
-    )
-    assert migrate.returncode == 0, migrate.stdout[-3000:] + migrate.stderr[-3000:]
-    return env
-
-
 @pytest.fixture
-def run_example(airflow_env: dict[str, str], tmp_path: Path):
-    """``run_example(dag_id)`` runs the DAG with its output under ``tmp_path``."""
+def main_job(tmp_path: Path):
+    """``main_job(dag_id)`` runs the README's main job, ``bash scripts/main-job.sh
+    DAG_ID``, as written, in the user's environment (``HOME`` and any Ray variable
+    included; Airflow's own variables left out, as on a fresh machine) with its output
+    folder (``RAYORCH_OUTPUT``) under ``tmp_path``."""
 
-    def run(dag_id: str, timeout: float = 200) -> DagRun:
+    def run(dag_id: str, timeout: float = 260) -> DagRun:
         output = tmp_path / "rayorch-output"
-        log, result = tmp_path / "run.log", tmp_path / "result.json"
-        env = {**airflow_env, "RAYORCH_EXAMPLES_OUTPUT": str(output)}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+        env.update(RAYORCH_OUTPUT=str(output), AIRFLOW__OPENLINEAGE__DISABLED="true")
         proc = subprocess.run(
-            [sys.executable, str(RUNNER), dag_id, "--log", str(log), "--result", str(result)],
+            ["bash", str(MAIN_JOB), dag_id],
             env=env,
             capture_output=True,
             text=True,
             timeout=timeout,
+            stdin=subprocess.DEVNULL,
         )
+        log, result = output / "main-job.log", output / "last-run.json"
         text = log.read_text() if log.exists() else ""
         assert result.exists(), f"no result file:\n{proc.stdout}\n{proc.stderr}\n{text[-6000:]}"
         return DagRun(proc.returncode, proc.stdout, text, json.loads(result.read_text()), output)

@@ -27,8 +27,8 @@ def printed_path(stdout: str, label: str) -> Path:
     return Path(match.group(1))
 
 
-def test_documents_dag_prepares_the_sample_pdfs(run_example) -> None:
-    run = run_example("rayorch_documents")
+def test_documents_dag_prepares_the_sample_pdfs(main_job) -> None:
+    run = main_job("rayorch_documents")
     assert run.returncode == 0, run.explain()
     tasks = run.result["tasks"]
     assert run.result["state"] == "success", run.explain()

@@ -12,8 +12,8 @@ from airflow_provider_rayorch.workloads.samples import SAMPLE_VIDEOS
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 
-def test_video_dag_records_clips_in_order(run_example) -> None:
-    run = run_example("rayorch_video")
+def test_video_dag_records_clips_in_order(main_job) -> None:
+    run = main_job("rayorch_video")
     assert run.returncode == 0, run.explain()
     assert run.result["state"] == "success", run.explain()
     out = run.returned("clip_records")
