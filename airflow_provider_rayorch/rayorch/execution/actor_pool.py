@@ -21,7 +21,6 @@ against each member pool's budget, and a death loses every slot.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ import ray
 from ray.exceptions import RayActorError
 
 from ..errors import ExecutionError, ResourceUnavailableError
+from ..plain_text import strip_ansi
 from ..program.shared_processes import process_groups, process_names, shared_actor_options
 from ..runtime.lowering import lower
 from .actor_start import DEFAULT_ACTOR_START_RETRIES, StartBudget, StartClock, start_order
@@ -44,7 +44,6 @@ __all__ = ["ActorPools", "StartAnswers", "death_message"]
 
 log = logging.getLogger(__name__)
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 #: Ray options a pool sets unless the user gave them.
 _DEFAULT_ACTOR_OPTIONS = {"num_cpus": 0, "max_restarts": 0, "max_task_retries": 0}
 
@@ -383,7 +382,7 @@ class ActorPools:
 def death_message(exc: BaseException, *, traceback: bool = False) -> str:
     """Ray's account of an actor's death on one line; of a ``traceback``, its first
     line and the exception at its end."""
-    lines = [line.strip() for line in _ANSI.sub("", str(exc)).splitlines() if line.strip()]
+    lines = [line.strip() for line in strip_ansi(str(exc)).splitlines() if line.strip()]
     if not lines:
         return type(exc).__name__
     text = f"{lines[0]} ... {lines[-1]}" if traceback and len(lines) > 1 else " ".join(lines)

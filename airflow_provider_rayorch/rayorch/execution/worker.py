@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..outcomes import GroupFailure, RecordFailure
+from ..plain_text import strip_ansi
+from .portable import unsendable_rows
 
 __all__ = ["BatchOutcome", "instantiate", "run_batch"]
 
@@ -40,8 +42,10 @@ def run_batch(
     """Call ``instance.run(*columns, **kwargs)`` and shape the result into rows.
 
     A row is the value (a tuple of values when ``n_outputs > 1``) or a
-    ``RecordFailure``/``GroupFailure``. An exception becomes ``error``; a result
-    of the wrong length or arity becomes ``rejected``.
+    ``RecordFailure``/``GroupFailure``; a value Ray cannot serialize becomes a
+    ``RecordFailure`` saying so (``portable``), on either backend. An exception
+    becomes ``error`` (plain text); a result of the wrong length or arity becomes
+    ``rejected``.
     """
     n = len(columns[0]) if columns else 0
     start = time.perf_counter()
@@ -49,7 +53,7 @@ def run_batch(
         result = instance.run(*columns, **kwargs)
     except Exception as exc:
         return BatchOutcome(
-            error=f"{type(exc).__name__}: {exc}",
+            error=strip_ansi(f"{type(exc).__name__}: {exc}"),
             exception=exc,
             busy_s=time.perf_counter() - start,
         )
@@ -58,7 +62,7 @@ def run_batch(
         rows = _rows(result, n, n_outputs, name)
     except _Shape as bad:
         return BatchOutcome(rejected=str(bad), busy_s=busy)
-    return BatchOutcome(rows=rows, busy_s=busy)
+    return BatchOutcome(rows=unsendable_rows(rows, name), busy_s=busy)
 
 
 class _Shape(Exception):

@@ -30,13 +30,22 @@ class Pipeline:
     def compile(self, *, optimize: bool = True) -> Plan:
         """Trace and validate the pipeline; raise ``CompileError`` on any violation.
 
-        ``optimize`` is accepted for the paper package's spelling and changes
-        nothing: the plan is always lowered the same way."""
+        A module Ray cannot ship to its actors (a ``pre_init`` argument, a static
+        ``run()`` keyword or a UDF class shipped by value that Ray's pickler refuses)
+        is a violation too, found here with Ray's own pickler, before any actor
+        starts or any job is submitted. ``optimize`` is accepted for the paper
+        package's spelling and changes nothing: the plan is always lowered the same
+        way."""
         if not isinstance(optimize, bool):
             raise UsageError(
                 f"Pipeline.compile(optimize=...) takes True or False, got {optimize!r}"
             )
-        return compile_pipeline(self)
+        plan = compile_pipeline(self)
+        # Ray's pickler decides what ships; the program layer itself imports no ray.
+        from ..execution.portable import check_modules
+
+        check_modules(plan, set(vars(self)))
+        return plan
 
     def run(self, *columns: Any, **options: Any) -> RunResult:
         """Run the pipeline on finite inputs; see :func:`airflow_provider_rayorch.rayorch.run`."""

@@ -323,3 +323,26 @@ class Nested(ro.Pipeline):
         line, keep = ro.F.expand_aligned(lists, flags, domain="line")
         words = ro.F.expand(ro.F.filter(line, keep), domain="word")
         return ro.F.reduce(ro.F.reduce(self.leaf(words)))
+
+
+class Chars:
+    """'gen' rows become a generator (which Ray cannot pickle), others a list."""
+
+    def run(self, paths: list[str]) -> list[Any]:
+        return [(c for c in p) if p.startswith("gen") else list(p) for p in paths]
+
+
+class CountChars:
+    def run(self, values: list[Any]) -> list[int]:
+        return [len(list(v)) for v in values]
+
+
+class Generators(ro.Pipeline):
+    """A Call whose UDF returns a generator for some rows, then one that reads them."""
+
+    def __init__(self, batch: int = 4) -> None:
+        self.chars = ro.RayModule(Chars).ray_options(batch_size=batch)
+        self.count = ro.RayModule(CountChars).ray_options(batch_size=batch)
+
+    def forward(self, paths: Any) -> Any:
+        return self.count(self.chars(paths))

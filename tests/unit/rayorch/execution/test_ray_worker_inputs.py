@@ -168,10 +168,21 @@ def test_an_input_ray_could_not_resolve_reads_as_all_inputs_lost(
     assert list(reply.refs) == ["aa", "bb"]
 
 
-def test_any_other_task_error_is_not_called_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_any_other_task_error_is_the_batch_failure_in_plain_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ray could not serialize what the batch returned (or an input's task failed):
+    the batch raised, under its Call's RecoveryPolicy; the run goes on."""
+    inner = RayTaskError(
+        "\x1b[36mray::PoolWorker.run()\x1b[39m", "tb", TypeError("cannot pickle 'generator' object")
+    )
+
     def get(ref: Any) -> Any:
-        raise RayTaskError("run", "tb", ValueError("boom"))
+        raise RayTaskError("\x1b[36mray::PoolWorker.run()\x1b[39m", "tb", inner)
 
     monkeypatch.setattr(task_inputs.ray, "get", get)
-    with pytest.raises(RayTaskError):
-        task_inputs.read_reply("report", [["plain"]])
+    reply = task_inputs.read_reply("report", [["plain"]])
+    assert isinstance(reply, Raised)
+    assert reply.error == (
+        "Ray could not run the batch: TypeError: cannot pickle 'generator' object"
+    )
