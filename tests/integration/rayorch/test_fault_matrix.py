@@ -154,10 +154,17 @@ def test_batch_exception_once_is_retried(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(120)
-def test_batch_exception_always_fails_the_row_alone_under_isolate_tail(tmp_path: Path) -> None:
-    pipeline = faulty_run(
-        tmp_path, "raise", -1, batch_size=4, recovery=ro.RecoveryPolicy.isolate_tail()
-    )
+@pytest.mark.parametrize(
+    "recovery",
+    [
+        pytest.param(ro.RecoveryPolicy.retry_batch(), id="default"),
+        pytest.param(ro.RecoveryPolicy.isolate_tail(), id="isolate_tail"),
+    ],
+)
+def test_batch_exception_always_fails_the_row_alone(
+    tmp_path: Path, recovery: ro.RecoveryPolicy
+) -> None:
+    pipeline = faulty_run(tmp_path, "raise", -1, batch_size=4, recovery=recovery)
     result = run_ray(START_S + 30, "run() always raises", pipeline, ROWS)
     for row, out in zip(ROWS, result.outputs, strict=True):
         if row == 5:
@@ -276,13 +283,14 @@ def test_batch_hang_fails_the_row_alone_under_isolate_tail(tmp_path: Path) -> No
     assert result.metrics["batches_timed_out"] >= 3
 
 
-@pytest.mark.timeout(150)
-def test_batch_hang_fails_its_rows_and_resends_the_queued_batch_without_charge(
+@pytest.mark.timeout(200)
+def test_batch_hang_fails_its_row_alone_and_resends_the_queued_batch_without_charge(
     tmp_path: Path,
 ) -> None:
-    """Rows 4, 5 hang in one batch; 6, 7 wait behind it on the same actor. The hung
-    batch's rows FAIL after its retry; the queued batch runs once on a replacement,
-    without an infra-retry charge (``infra_retries=0`` would FAIL it otherwise)."""
+    """Row 5 hangs in one batch with row 4; 6, 7 wait behind it on the same actor. Under
+    the default policy the hung batch is retried, then split: row 5 FAILS alone, row 4
+    is PRESENT; the queued batch runs once on a replacement, without an infra-retry
+    charge (``infra_retries=0`` would FAIL it otherwise)."""
     rows = [4, 5, 6, 7]
     pipeline = faulty_run(
         tmp_path,
@@ -294,18 +302,14 @@ def test_batch_hang_fails_its_rows_and_resends_the_queued_batch_without_charge(
         batch_timeout_s=TIMEOUT_S,
         recovery=ro.RecoveryPolicy.retry_batch(1, infra_retries=0),
     )
-    result = run_ray(2 * (TIMEOUT_S + START_S) + 30, "run() hangs, one queued", pipeline, rows)
+    # the try, its retry, then row 5 alone: 3 timeouts and 3 kills
+    result = run_ray(3 * (TIMEOUT_S + START_S) + 30, "run() hangs, one queued", pipeline, rows)
     cause = f"batch_timeout_s={TIMEOUT_S} exceeded"
-    assert comparable(result.outputs) == [
-        ("failed", f"x[0]: {cause}"),
-        ("failed", f"x[1]: {cause}"),
-        60,
-        70,
-    ]
+    assert comparable(result.outputs) == [40, ("failed", f"x[1]: {cause}"), 60, 70]
     counts = ran(tmp_path)
     assert counts[6] == 1
     assert counts[7] == 1
-    assert counts[5] == 2  # the try and its retry
+    assert counts[5] == 3  # the try, its retry, then alone
 
 
 # -- withdrawal ------------------------------------------------------------------------------
