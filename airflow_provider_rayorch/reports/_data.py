@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from airflow_provider_rayorch.rayorch.summary import summary_state
 from airflow_provider_rayorch.runs.attempts import read_repairs
+from airflow_provider_rayorch.runs.driver_log import driver_log_names, driver_log_uri
 from airflow_provider_rayorch.runs.uris import fs_path, join_uri
 
 from .history import AttemptRow, attempt_rows
@@ -88,6 +89,8 @@ class RunView:
     times_from_store: bool = False
     #: Attempt history of repaired microbatches (see :mod:`.history`).
     attempts: list[AttemptRow] = field(default_factory=list)
+    #: ``(name, uri)`` of each driver log the run keeps (``<run>/logs/``), in order.
+    driver_logs: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _label(value: Any) -> str:
@@ -205,6 +208,9 @@ def load_run(
     )
     apply_state(view, with_note(decide_state(facts, now=now), unreadable))
     view.attempts = attempt_rows(manifests, read_repairs(store, run_id))
+    view.driver_logs = [
+        (name, driver_log_uri(store, run_id, name)) for name in driver_log_names(store, run_id)
+    ]
     _load_rows(store, run_id, view, [] if plan is None else plan.sources)
     return view
 

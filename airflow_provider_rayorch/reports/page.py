@@ -13,8 +13,11 @@ import functools
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import jinja2
+
+from airflow_provider_rayorch.runs.uris import DRIVER_LOGS
 
 from . import _plots as plots
 from ._svg import duration, fmt, share
@@ -105,6 +108,22 @@ class ReportPage:
     lost_actors: list[str] = field(default_factory=list)
     focus: int | None = None
     form: SourceForm | None = None
+    #: The run's driver logs: ``{"name", "href", "uri"}``; ``href`` is relative to the
+    #: kept report (None on a served page, which gives the URI instead).
+    driver_logs: list[dict[str, str | None]] = field(default_factory=list)
+
+
+def _driver_logs(view: RunView, *, kept: bool) -> list[dict[str, str | None]]:
+    """The driver logs as the page shows them: linked from the kept ``report.html``,
+    which lies beside the ``logs/`` folder; named with their URI on a served page."""
+    return [
+        {
+            "name": name,
+            "href": quote(f"{DRIVER_LOGS}/{name}", safe="/") if kept else None,
+            "uri": uri,
+        }
+        for name, uri in view.driver_logs
+    ]
 
 
 def _no_timeline_note(view: RunView) -> str:
@@ -206,8 +225,10 @@ def report_page(
     *,
     focus: int | None = None,
     form: SourceForm | None = None,
+    kept: bool = False,
 ) -> ReportPage:
-    """The template's data: the run as ``view`` holds it, and the driver's ``data``."""
+    """The template's data: the run as ``view`` holds it, and the driver's ``data``.
+    ``kept``: the page is the kept ``report.html`` (it links files beside it)."""
     ends = [mb.finished_s for mb in view.microbatches]
     span = max([data.span_s if data is not None else 0.0, *[e for e in ends if e], 1e-3])
     ended = any(mb.state == "not_run" for mb in view.microbatches)
@@ -237,6 +258,7 @@ def report_page(
         attempt_rows=view.attempts,
         focus=focus,
         form=form,
+        driver_logs=_driver_logs(view, kept=kept),
     )
     if data is not None and data.timeline is not None:
         page.timeline, page.queue, page.batch_sizes = data.timeline, data.queue, data.batch_sizes

@@ -112,6 +112,7 @@ def render_run_report(
     focus: int | None = None,
     form: SourceForm | None = None,
     stylesheet: str | None = None,
+    kept: bool = False,
 ) -> str:
     """The report's HTML: the run store as it is now, plus the driver's measurements
     (given here, else ``report.json`` when stored).
@@ -124,6 +125,8 @@ def render_run_report(
     :param focus: open on this microbatch (its row marked).
     :param form: the served page's sources filter (None: list every source).
     :param stylesheet: link this stylesheet (the plugin's) instead of inlining the CSS.
+    :param kept: render the kept ``report.html``: it links the driver logs beside it
+        (a served page gives their URIs instead).
     """
     data, damaged = _measured(store, run_id, timeline, calls, microbatches)
     timings = None
@@ -132,7 +135,7 @@ def render_run_report(
     now = generated_at or datetime.now(UTC)
     view = load_run(store, run_id, timings, now=now)
     when = now.strftime("%Y-%m-%d %H:%M:%S UTC")
-    page = report_page(view, data, when, focus=focus, form=form)
+    page = report_page(view, data, when, focus=focus, form=form, kept=kept)
     if damaged:
         page.no_timeline_note = damaged
     return render_report(page, stylesheet=stylesheet)
@@ -152,7 +155,7 @@ def write_run_report(
     data, _ = _measured(store, run_id, timeline, calls, microbatches)
     if data is not None and (timeline or calls or microbatches is not None):
         _put(store, run_id, DATA_NAME, data.to_json().encode("utf-8"))
-    html = render_run_report(store, run_id)
+    html = render_run_report(store, run_id, kept=True)
     _put(store, run_id, REPORT_NAME, html.encode("utf-8"))
     return report_uri(store, run_id)
 

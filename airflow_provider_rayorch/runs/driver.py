@@ -17,7 +17,9 @@ Progress is printed for people as one line per committed microbatch
 41 pages/s)``) and, while no microbatch commits for ``PROGRESS_EVERY_S``, a
 throughput line (``running: 2/6 microbatches committed, ...``); for programs as
 ``RAYORCH_EVENT {json}`` lines (task logs show those at DEBUG only); a fatal problem
-as one ``RAYORCH_ERROR {json}`` line before a non-zero exit.
+as one ``RAYORCH_ERROR {json}`` line before a non-zero exit. :func:`main` keeps
+a copy of all it prints, and of a crash's traceback, in the run store
+(``<run>/logs/driver-<n>.log``, :mod:`.driver_log`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import argparse
 import importlib
 import json
 import os
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Protocol
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from airflow_provider_rayorch.rayorch import summary as summaries
 from airflow_provider_rayorch.rayorch.errors import DriverError
 from airflow_provider_rayorch.runs.commit import commit_microbatch, root_name
+from airflow_provider_rayorch.runs.driver_log import keep_driver_log
 from airflow_provider_rayorch.runs.secrets import (
     ray_init_kwargs_from_env,
     run_store_options_from_env,
@@ -290,8 +294,10 @@ def run_plan(
     *,
     address: str | None = None,
     report: ReportWriter | None = None,
+    on_commit: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """Run (or resume) one stored plan; returns the run lineage summary."""
+    """Run (or resume) one stored plan; returns the run lineage summary. ``on_commit``
+    is called after each commit's lines are printed (the driver's log keeps them)."""
     started = time.monotonic()
     plan = store.read_plan(run_id)
     if plan is None:
@@ -352,6 +358,8 @@ def run_plan(
                             "sources": manifest["sources"],
                         },
                     )
+                    if on_commit is not None:
+                        on_commit()
                     if time.monotonic() - last_report >= REPORT_EVERY_S:  # a live report
                         _write_report(report, store, run_id, executor, timings)
                         last_report = time.monotonic()
@@ -434,25 +442,28 @@ def main(argv: Sequence[str] | None = None, *, report: ReportWriter | None = Non
     )
     parser.add_argument("--job-id", default=None, help="with --repair: recorded in the history")
     args = parser.parse_args(argv)
-    try:
-        # Inside a Ray job RAY_ADDRESS names the cluster; without it the engine starts a local Ray.
-        address = args.address or os.environ.get("RAY_ADDRESS") or None
-        if args.repair is not None:
-            repair_plan(
-                RunStore(args.run_store, run_store_options_from_env()),
-                args.run_id,
-                args.repair,
-                address=address,
-                job_id=args.job_id,
-                write_run_manifest=args.write_run_manifest,
-                report=report,
-            )
-        else:
-            store = RunStore(args.run_store, run_store_options_from_env())
-            run_plan(store, args.run_id, address=address, report=report)
-    except DriverError as exc:
-        _emit("ERROR", {"message": str(exc), "exit_code": exc.exit_code})
-        return exc.exit_code
+    store = RunStore(args.run_store, run_store_options_from_env())
+    with keep_driver_log(store, args.run_id, sys.argv[1:] if argv is None else argv) as log:
+        try:
+            # Inside a Ray job RAY_ADDRESS names the cluster; else the engine starts a local Ray.
+            address = args.address or os.environ.get("RAY_ADDRESS") or None
+            if args.repair is not None:
+                repair_plan(
+                    store,
+                    args.run_id,
+                    args.repair,
+                    address=address,
+                    job_id=args.job_id,
+                    write_run_manifest=args.write_run_manifest,
+                    report=report,
+                )
+            else:
+                run_plan(
+                    store, args.run_id, address=address, report=report, on_commit=log.copy_soon
+                )
+        except DriverError as exc:
+            _emit("ERROR", {"message": str(exc), "exit_code": exc.exit_code})
+            return exc.exit_code
     return 0
 
 

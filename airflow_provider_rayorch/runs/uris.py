@@ -30,8 +30,11 @@ from airflow_provider_rayorch.runs.secrets import (
 )
 
 __all__ = [
+    "DRIVER_LOGS",
     "RunStoreSettingError",
     "check_uri",
+    "driver_log_name",
+    "driver_log_parts",
     "fs_path",
     "is_local",
     "join_uri",
@@ -42,6 +45,8 @@ __all__ = [
 ]
 
 _OPTIONS = "run_store_options"
+#: The folder of a run that holds its drivers' logs.
+DRIVER_LOGS = "logs"
 #: query values pyarrow's ``from_uri`` reads as booleans
 _BOOLEAN_WORDS = {"true": True, "false": False}
 
@@ -86,6 +91,17 @@ def store_root_of(outputs_uri: str, run_id: str) -> str | None:
         return None
     root = base[: base.rindex(marker)]
     return f"{root}?{query}" if query else root
+
+
+def driver_log_name(number: int) -> str:
+    """The file name of a run's ``number``-th driver log (``driver-2.log``)."""
+    return f"driver-{int(number)}.log"
+
+
+def driver_log_parts(run_id: str, number: int) -> tuple[str, str, str]:
+    """Where a run's ``number``-th driver log lives, under the store's root:
+    ``<run_id>/logs/driver-<number>.log``."""
+    return (run_id, DRIVER_LOGS, driver_log_name(number))
 
 
 def _query_options(query: str) -> dict[str, Any]:

@@ -25,7 +25,8 @@ RUN_PAYLOAD = "r\"'><img src=x onerror=window.__pwned=3>"
 
 def plant(root: Path, *, finished: bool = True) -> RunStore:
     """Run ``RUN_PAYLOAD`` with PAYLOAD in its source names, causes, pipeline, stage
-    names, job message and repair record (job id, message)."""
+    names, job message and repair record (job id, message), and a driver log named
+    with markup."""
     from airflow_provider_rayorch.reports import write_run_report
     from airflow_provider_rayorch.runs.attempts import write_repair
 
@@ -44,6 +45,8 @@ def plant(root: Path, *, finished: bool = True) -> RunStore:
         store.write_run_manifest(RUN_PAYLOAD, summary)
     write_repair(store, RUN_PAYLOAD, 1, attempt=2, status="refused", job_id=PAYLOAD,
                  message=PAYLOAD)  # fmt: skip
+    # a driver log named with markup (anyone who writes to the store names its files)
+    store.write_bytes((RUN_PAYLOAD, "logs", f"driver-{RUN_PAYLOAD}.log"), PAYLOAD.encode())
     # the driver's report, with PAYLOAD as a stage name (a pipeline names its Calls)
     timeline, calls, timings = make_timeline()
     for record in (*timeline, *calls):
