@@ -6,21 +6,47 @@ directory private to this user (``/tmp/rayorch-heads-<uid>``, or
 ``$RAYORCH_LOCAL_HEADS_DIR``). The hook looks an address up here, so any task given
 the head's address (its XCom ``address``) sends the head's token, whatever the
 connection says. The registry and the token file hold a path and a token only for
-this user (modes 0700/0600); XCom, logs and reports never see the token. Imports
-neither airflow nor ray.
+this user (modes 0700/0600); XCom, logs and reports never see the token.
+
+Every head ``start_local_head`` starts is also recorded from the moment its process
+group exists, before it is announced: ``started/<pgid>.json`` with the group's leader
+and its start time, the head's temp dir and address, the process that started it
+(pid and start time), the key of the task instance that started it (``run_key``) and
+whether it came up. A head's teardown stops every head recorded under its setup's
+key, a setup try stops the heads earlier tries of its key were still starting when
+they died, and scripts/deployment.py's ``stop`` stops every head recorded in its own
+directory. Imports neither airflow nor ray.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-__all__ = ["LocalHead", "lookup", "read_token", "register", "unregister"]
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = [
+    "LocalHead",
+    "StartedHead",
+    "forget",
+    "lookup",
+    "note_started",
+    "note_up",
+    "process_start",
+    "read_token",
+    "register",
+    "run_key",
+    "started_heads",
+    "unregister",
+]
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -107,3 +133,112 @@ def lookup(address: str | None) -> LocalHead | None:
 def read_token(head: LocalHead) -> str:
     """The head's token (strip the newline a file may end with)."""
     return Path(head.token_path).read_text().strip()
+
+
+# -- heads started, by their process group -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class StartedHead:
+    """A head as recorded when its process group was made (``started/<pgid>.json``)."""
+
+    pgid: int
+    start: int | None
+    temp_dir: str
+    address: str
+    run_key: str | None
+    starter_pid: int
+    starter_start: int | None
+    up: bool
+
+    def as_info(self) -> dict[str, object]:
+        """What ``stop_local_head`` takes."""
+        return {"pgid": self.pgid, "temp_dir": self.temp_dir, "address": self.address}
+
+    def starter_alive(self) -> bool:
+        """The process that started the head still runs (same pid, same start time)."""
+        if self.starter_start is None:
+            return False
+        return process_start(self.starter_pid) == self.starter_start
+
+
+def process_start(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot, from ``/proc``): with the pid it
+    names one process. None for no such (or a zombie) process, or without ``/proc``."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] == "Z" else int(fields[19])
+
+
+def run_key(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
+    """The key of one task instance's heads, whatever its try."""
+    ident = json.dumps([dag_id, run_id, task_id, int(map_index)])
+    return hashlib.sha256(ident.encode()).hexdigest()[:32]
+
+
+def _started_dir() -> Path:
+    path = _private_dir() / "started"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+def _write(path: Path, data: Mapping[str, object]) -> None:
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f)
+    os.replace(tmp, path)
+
+
+def note_started(pgid: int, *, temp_dir: str, address: str, key: str | None = None) -> None:
+    """Record a head whose process group (led by ``pgid``) was just made by this process."""
+    data = {
+        "pgid": int(pgid),
+        "start": process_start(pgid),
+        "temp_dir": temp_dir,
+        "address": address,
+        "run_key": key,
+        "starter_pid": os.getpid(),
+        "starter_start": process_start(os.getpid()),
+        "up": False,
+    }
+    _write(_started_dir() / f"{int(pgid)}.json", data)
+
+
+def note_up(pgid: int) -> None:
+    """The recorded head takes jobs (its setup announces it)."""
+    path = _started_dir() / f"{int(pgid)}.json"
+    with contextlib.suppress(OSError, ValueError):
+        _write(path, {**json.loads(path.read_text()), "up": True})
+
+
+def forget(pgid: int) -> None:
+    """Drop a head's record (it is stopped)."""
+    with contextlib.suppress(FileNotFoundError):
+        (_registry() / "started" / f"{int(pgid)}.json").unlink()
+
+
+def started_heads(key: str | None = None) -> list[StartedHead]:
+    """The recorded heads (those of task instance ``key`` if given), oldest first."""
+    found = []
+    for path in sorted((_registry() / "started").glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+            head = StartedHead(
+                pgid=int(data["pgid"]),
+                start=None if data.get("start") is None else int(data["start"]),
+                temp_dir=str(data.get("temp_dir") or ""),
+                address=str(data.get("address") or ""),
+                run_key=data.get("run_key"),
+                starter_pid=int(data["starter_pid"]),
+                starter_start=data.get("starter_start"),
+                up=bool(data.get("up")),
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if key is None or head.run_key == key:
+            found.append(head)
+    return sorted(found, key=lambda h: h.start or 0)

@@ -12,6 +12,14 @@ to ``<head temp dir>/auth_token`` (mode 0600) and given to Ray as
 ``RAY_AUTH_TOKEN_PATH``. The head registers itself by address
 (:mod:`airflow_provider_rayorch.common.local_heads`), so the hook sends that token
 to this address. The head's info (its XCom) carries the file's path, never the token.
+
+Every head is recorded from the moment its process group exists, keyed by the task
+instance that starts it (``local_heads.note_started``), so none outlives its run
+whatever clears and kills happen: a setup try killed while its head starts stops that
+head (``on_kill``, which Airflow calls on SIGTERM); a setup try stops the heads that
+earlier tries of its task instance were starting when they died without ``on_kill``
+(SIGKILL); the teardown stops every head its setup's tries started in the run, not
+only the last try's (a clear re-runs the setup while an earlier head may still be up).
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ __all__ = [
     "RayLocalHeadStopOperator",
     "start_local_head",
     "stop_local_head",
+    "stop_recorded_heads",
 ]
 
 
@@ -119,13 +128,17 @@ def start_local_head(
     timeout: float = 120.0,
     token: str | None = None,
     extra_args: Sequence[str] = (),
+    key: str | None = None,
 ) -> dict[str, Any]:
     """Start a loopback Ray head in token mode; returns ``{"address", "gcs_address",
     "pgid", "temp_dir", "log", "token_path"}`` once it takes jobs: its Jobs API
     answers and its job agent is up.
 
     ``token``: the head's token (default: a fresh 256-bit one); it is only ever
-    written to the head's token file."""
+    written to the head's token file. The head is recorded (under the task instance
+    ``key``, see :func:`local_heads.run_key`) as soon as its process group exists;
+    SIGTERM waits until then, so a handler that stops the heads this process was
+    starting (``RayLocalHeadStartOperator.on_kill``) finds it."""
     dashboard_port, gcs_port = _free_port(), _free_port()
     client_port, agent_port = _free_port(), _free_port()
     temp_dir = tempfile.mkdtemp(prefix="rayh", dir=temp_root or "/tmp")  # mode 0700
@@ -155,17 +168,27 @@ def start_local_head(
     bindir = os.path.dirname(sys.executable)
     full_env["PATH"] = os.pathsep.join([bindir, full_env.get("PATH", "")])
     log_path = os.path.join(temp_dir, "ray-start.log")
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            cmd,
-            env=full_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    address = f"http://127.0.0.1:{dashboard_port}"
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    try:
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen(
+                cmd,
+                env=full_env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        try:
+            local_heads.note_started(proc.pid, temp_dir=temp_dir, address=address, key=key)
+        except BaseException:
+            stop_local_head({"pgid": proc.pid, "temp_dir": temp_dir}, timeout=0)
+            raise
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
     info: dict[str, Any] = {
-        "address": f"http://127.0.0.1:{dashboard_port}",
+        "address": address,
         "gcs_address": f"127.0.0.1:{gcs_port}",
         "pgid": proc.pid,
         "temp_dir": temp_dir,
@@ -190,6 +213,7 @@ def start_local_head(
                 waiting_for = f"its job agent ({agent_url}/api/healthz)"
                 if _agent_up(agent_url, token):
                     local_heads.register(info["address"], token_path, proc.pid)
+                    local_heads.note_up(proc.pid)
                     return info
             time.sleep(0.5)
     except BaseException:
@@ -220,7 +244,8 @@ def _group_members(pgid: int) -> list[Any]:
 
 
 def stop_local_head(head: Mapping[str, Any], *, timeout: float = 10.0) -> None:
-    """Stop the head's own process group: SIGTERM, then SIGKILL after ``timeout``."""
+    """Stop the head's own process group: SIGTERM, then SIGKILL after ``timeout``;
+    then remove its temp dir and its records."""
     pgid = int(head["pgid"])
     if pgid <= 1 or pgid == os.getpgrp():
         raise ValueError(f"refusing to signal process group {pgid}")
@@ -239,6 +264,84 @@ def stop_local_head(head: Mapping[str, Any], *, timeout: float = 10.0) -> None:
     temp_dir = head.get("temp_dir")
     if temp_dir and os.path.basename(str(temp_dir)).startswith("rayh"):
         shutil.rmtree(str(temp_dir), ignore_errors=True)
+    local_heads.forget(pgid)
+
+
+def _still_recorded(head: local_heads.StartedHead) -> bool:
+    """The head's process group is still the one recorded: its leader alive with the
+    recorded start time or, the leader gone, members none older than it (a group's
+    number is not reused while it has members)."""
+    members = _group_members(head.pgid)
+    if not members:
+        return False
+    if head.start is None:
+        return True
+    leader = local_heads.process_start(head.pgid)
+    if leader is not None:
+        return leader == head.start
+    starts = [local_heads.process_start(p.pid) for p in members]
+    return all(s is None or s >= head.start for s in starts)
+
+
+def _is_that_head(head: Mapping[str, Any]) -> bool:
+    """``head``'s process group runs that head (a process of it names its temp dir), or
+    is gone (then stopping it only removes what it left)."""
+    members = _group_members(int(head["pgid"]))
+    temp_dir = str(head.get("temp_dir") or "")
+    if not members:
+        return True
+    for proc in members:
+        with contextlib.suppress(Exception):
+            if temp_dir and any(temp_dir in arg for arg in proc.cmdline()):
+                return True
+    return False
+
+
+def _stop_recorded(head: local_heads.StartedHead, timeout: float) -> bool:
+    """Stop a recorded head if its group is still the one recorded; drop the record."""
+    if _still_recorded(head):
+        stop_local_head(head.as_info(), timeout=timeout)
+        return True
+    if head.temp_dir and os.path.basename(head.temp_dir).startswith("rayh"):
+        shutil.rmtree(head.temp_dir, ignore_errors=True)
+    local_heads.forget(head.pgid)
+    return False
+
+
+def stop_recorded_heads(key: str, *, timeout: float = 10.0) -> list[int]:
+    """Stop every head recorded under task instance ``key``; returns their pgids."""
+    return [h.pgid for h in local_heads.started_heads(key) if _stop_recorded(h, timeout)]
+
+
+def _stop_heads_starting_here() -> list[int]:
+    """Stop (at once) the heads this process was starting and has not announced."""
+    me = local_heads.process_start(os.getpid())
+    here = [
+        h
+        for h in local_heads.started_heads()
+        if h.starter_pid == os.getpid() and h.starter_start == me and not h.up
+    ]
+    return [h.pgid for h in here if _stop_recorded(h, timeout=0)]
+
+
+def _stop_orphans(key: str) -> list[int]:
+    """Stop the heads earlier tries of ``key`` were starting when they died."""
+    orphans = [h for h in local_heads.started_heads(key) if not h.up and not h.starter_alive()]
+    return [h.pgid for h in orphans if _stop_recorded(h, timeout=0)]
+
+
+def _task_key(context: Mapping[str, Any], task_id: str | None = None) -> str | None:
+    """The heads' key of the context's task instance (of ``task_id`` in its run)."""
+    ti = context.get("ti")
+    if ti is None or not getattr(ti, "run_id", None):
+        return None
+    map_index = getattr(ti, "map_index", -1)
+    return local_heads.run_key(
+        str(ti.dag_id),
+        str(ti.run_id),
+        task_id or str(ti.task_id),
+        -1 if map_index is None else int(map_index),
+    )
 
 
 class RayLocalHeadStartOperator(BaseOperator):
@@ -249,7 +352,9 @@ class RayLocalHeadStartOperator(BaseOperator):
     jobs can import too. It runs in token mode with a token file of its own
     (``token_path`` in its info; the token itself is never in XCom). The task ends
     when the head takes jobs (its job agent is up, not only its dashboard), within
-    ``startup_timeout`` seconds: give a busy machine more.
+    ``startup_timeout`` seconds: give a busy machine more. A try first stops the heads
+    earlier tries were starting when they died; killed (``on_kill``), it stops the head
+    it was starting.
     """
 
     def __init__(
@@ -267,7 +372,12 @@ class RayLocalHeadStartOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p), **self.env}
-        info = start_local_head(num_cpus=self.num_cpus, env=env, timeout=self.startup_timeout)
+        key = _task_key(context)
+        if key is not None and (orphans := _stop_orphans(key)):
+            self.log.info("Stopped the Ray heads earlier tries left starting: %s", orphans)
+        info = start_local_head(
+            num_cpus=self.num_cpus, env=env, timeout=self.startup_timeout, key=key
+        )
         self.log.info(
             "Ray head up at %s (process group %s, token auth with its own token file %s)",
             info["address"],
@@ -276,19 +386,36 @@ class RayLocalHeadStartOperator(BaseOperator):
         )
         return info
 
+    def on_kill(self) -> None:
+        """Stop the head this try was starting (Airflow calls this on SIGTERM)."""
+        if stopped := _stop_heads_starting_here():
+            self.log.info("Killed while starting: stopped its Ray head %s", stopped)
+
 
 class RayLocalHeadStopOperator(BaseOperator):
-    """Teardown task: stop the head started by :class:`RayLocalHeadStartOperator`."""
+    """Teardown task: stop the heads started by a :class:`RayLocalHeadStartOperator`.
+
+    It stops the head in ``head`` (the setup's XCom: its last try's) and every head
+    recorded by any try of the setup in this run: ``setup_task_id``, by default the
+    task whose output ``head`` is.
+    """
 
     template_fields: Sequence[str] = ("head",)
 
-    def __init__(self, *, head: Any, **kwargs: Any) -> None:
+    def __init__(self, *, head: Any, setup_task_id: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.head = head
+        self.setup_task_id = setup_task_id or getattr(
+            getattr(head, "operator", None), "task_id", None
+        )
 
     def execute(self, context: Context) -> None:
-        if not self.head:
+        key = _task_key(context, self.setup_task_id) if self.setup_task_id else None
+        stopped = stop_recorded_heads(key) if key is not None else []
+        if self.head and int(self.head["pgid"]) not in stopped and _is_that_head(self.head):
+            stop_local_head(self.head)
+            stopped.append(int(self.head["pgid"]))
+        if stopped:
+            self.log.info("Stopped the Ray heads of process groups %s", stopped)
+        else:
             self.log.info("No Ray head to stop")
-            return
-        stop_local_head(self.head)
-        self.log.info("Stopped the Ray head (process group %s)", self.head["pgid"])
