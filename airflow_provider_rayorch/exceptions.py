@@ -14,6 +14,8 @@
         │   │                            or an answer that says "try later" (HTTP
         │   │                            502/503/504, Ray's 500 "No available agent")
         │   └── RayOrchAuthError         the Jobs API refused the token (HTTP 401/403)
+        ├── RayOrchConnectionNotFound    the task's rayorch_conn_id is not defined (also
+        │                                AirflowNotFoundException)
         ├── RayOrchJobFailed             the run's Ray job (or embedded driver) did not
         │                                complete the run (or never started)
         ├── RayOrchPlanChanged           the run store holds another plan for this run id
@@ -33,7 +35,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk.exceptions import (
+    AirflowException,
+    AirflowFailException,
+    AirflowNotFoundException,
+)
 
 from airflow_provider_rayorch.rayorch.errors import RayOrchError
 
@@ -43,6 +49,7 @@ __all__ = [
     "RayOrchClusterError",
     "RayOrchClusterUnavailable",
     "RayOrchCompileFailed",
+    "RayOrchConnectionNotFound",
     "RayOrchError",
     "RayOrchFailedRatioExceeded",
     "RayOrchJobFailed",
@@ -107,6 +114,11 @@ class RayOrchAuthError(RayOrchClusterError):
 
     def __new__(cls, message: str = "", *args: Any, **kwargs: Any) -> Any:
         return super().__new__(cls, message, *args, transient=False)
+
+
+class RayOrchConnectionNotFound(RayOrchAirflowError, AirflowNotFoundException):
+    """The ``rayorch`` connection a task names is not defined where Airflow looks for
+    connections; the message names it and how to define it (or to use embedded Ray)."""
 
 
 class RayOrchJobFailed(RayOrchAirflowError):

@@ -1,7 +1,8 @@
 """What the document and video example DAGs hand to their users after a run.
 
 Both read the committed outputs of a run back from the run store (through its
-lineage summary) and name each source by its file instead of its index:
+lineage summary, opened with the connection's ``run_store_options``, so an
+S3-compatible store works too) and name each source by its file instead of its index:
 ``publish_documents`` writes one markdown file per prepared document beside the
 run's outputs and report; ``clip_records`` flattens videos into one record per clip.
 Importable on its own (not a DAG file), so tests call these functions directly.
@@ -10,13 +11,12 @@ Importable on its own (not a DAG file), so tests call these functions directly.
 from __future__ import annotations
 
 import os
-import posixpath
 from typing import Any
 
-import pyarrow.fs as pafs
-
+from airflow_provider_rayorch.hooks.rayorch import open_run_store
 from airflow_provider_rayorch.reports import report_uri
 from airflow_provider_rayorch.runs.store import RunStore, read_summary_outputs
+from airflow_provider_rayorch.runs.uris import join_uri, store_root_of
 
 __all__ = ["clip_records", "examples_output", "publish_documents", "run_paths"]
 
@@ -36,9 +36,14 @@ def examples_output() -> tuple[str, str | None]:
     return os.path.join(home, "rayorch-examples", "inputs"), None
 
 
-def _store_of(summary: dict[str, Any]) -> RunStore:
-    uri = str(summary["outputs"]["uri"])
-    return RunStore(uri[: uri.rindex(f"/{summary['run_id']}/outputs")])
+def _store_of(summary: dict[str, Any], conn_id: str | None = None) -> RunStore:
+    """The run store ``summary``'s outputs lie in, opened with connection ``conn_id``'s
+    ``run_store_options`` (default ``rayorch_default``, as the example DAGs use)."""
+    uri, run_id = str(summary["outputs"]["uri"]), str(summary["run_id"])
+    root = store_root_of(uri, run_id)
+    if root is None:
+        raise ValueError(f"outputs URI {uri} is not inside a run {run_id!r} of a run store")
+    return open_run_store(root, conn_id)
 
 
 def _local(uri: str) -> str:
@@ -46,9 +51,9 @@ def _local(uri: str) -> str:
     return uri.removeprefix("file://")
 
 
-def run_paths(summary: dict[str, Any]) -> dict[str, str]:
+def run_paths(summary: dict[str, Any], conn_id: str | None = None) -> dict[str, str]:
     """Where one run's folder, output Parquet files and HTML report are."""
-    store, run_id = _store_of(summary), str(summary["run_id"])
+    store, run_id = _store_of(summary, conn_id), str(summary["run_id"])
     return {
         "run_dir": _local(store.run_uri(run_id)),
         "outputs": _local(store.outputs_uri(run_id)),
@@ -56,8 +61,8 @@ def run_paths(summary: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _source_names(summary: dict[str, Any]) -> list[str]:
-    plan = _store_of(summary).read_plan(str(summary["run_id"]))
+def _source_names(store: RunStore, summary: dict[str, Any]) -> list[str]:
+    plan = store.read_plan(str(summary["run_id"]))
     return [str(s) for s in plan.sources] if plan is not None else []
 
 
@@ -83,30 +88,25 @@ def _page_texts(doc: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def publish_documents(summary: dict[str, Any]) -> dict[str, Any]:
+def publish_documents(summary: dict[str, Any], conn_id: str | None = None) -> dict[str, Any]:
     """Write ``<run dir>/markdown/<name>.md`` per PRESENT document; describe the run.
 
     Returns the run's paths, one entry per prepared document (its file, page count,
     skipped blank pages, recognized text, per page too, and markdown file) and the
     failures with the file each one names.
     """
-    paths = run_paths(summary)
-    names = _source_names(summary)
-    store = _store_of(summary)
-    markdown_dir = posixpath.join(store.run_uri(str(summary["run_id"])), "markdown")
-    fs, base = pafs.FileSystem.from_uri(
-        markdown_dir if "://" in markdown_dir else os.path.abspath(markdown_dir)
-    )
-    fs.create_dir(base, recursive=True)
+    paths = run_paths(summary, conn_id)
+    store, run_id = _store_of(summary, conn_id), str(summary["run_id"])
+    names = _source_names(store, summary)
+    markdown_dir = join_uri(store.run_uri(run_id), "markdown")
     documents = []
-    for row in read_summary_outputs(summary):
+    for row in read_summary_outputs(summary, options=store.options):
         if row["outcome"] != "present":
             continue
         doc = row["value"]
         stem = os.path.splitext(os.path.basename(str(doc["source"])))[0]
-        target = posixpath.join(base, f"{stem}.md")
-        with fs.open_output_stream(target) as fh:
-            fh.write(str(doc["markdown"]).encode("utf-8") + b"\n")
+        data = str(doc["markdown"]).encode("utf-8") + b"\n"
+        store.write_bytes((run_id, "markdown", f"{stem}.md"), data)
         documents.append(
             {
                 "file": str(doc["source"]),
@@ -114,7 +114,7 @@ def publish_documents(summary: dict[str, Any]) -> dict[str, Any]:
                 "skipped_pages": list(doc["skipped_pages"]),
                 "text": str(doc["markdown"]),
                 "page_texts": _page_texts(doc),
-                "markdown": _local(posixpath.join(markdown_dir, f"{stem}.md")),
+                "markdown": _local(join_uri(markdown_dir, f"{stem}.md")),
             }
         )
     return {
@@ -126,11 +126,12 @@ def publish_documents(summary: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def clip_records(summary: dict[str, Any]) -> dict[str, Any]:
+def clip_records(summary: dict[str, Any], conn_id: str | None = None) -> dict[str, Any]:
     """One record per kept clip of every PRESENT video, in video then time order."""
-    names = _source_names(summary)
+    store = _store_of(summary, conn_id)
+    names = _source_names(store, summary)
     clips = []
-    for row in read_summary_outputs(summary):
+    for row in read_summary_outputs(summary, options=store.options):
         if row["outcome"] != "present":
             continue
         video = row["value"]
@@ -146,7 +147,7 @@ def clip_records(summary: dict[str, Any]) -> dict[str, Any]:
                 }
             )
     return {
-        **run_paths(summary),
+        **run_paths(summary, conn_id),
         "sources": dict(summary["sources"]),
         "clips": clips,
         "failures": _failures(summary, names),

@@ -7,7 +7,7 @@ empty) has no data interval: it prepares the files modified in the hour before i
 was triggered (``dag_run.run_after``), so a file that just arrived is taken. Each
 source microbatch is one mapped task that turns green as soon as its manifest
 commits and carries its own lineage summary in XCom; ``report`` then reads the
-committed outputs back from the run store.
+committed outputs back from the run store, with the connection's ``run_store_options``.
 
 On one machine the group starts a loopback Ray head (setup) and stops it
 (teardown); with a cluster, set ``RAYORCH_INGEST_LOCAL_HEAD=0`` and point the
@@ -65,10 +65,12 @@ with DAG(
 
     @task(outlets=[PREPARED])
     def report(summary: dict[str, Any]) -> dict[str, int]:
-        """Read the committed outputs of the run back from the run store."""
-        from airflow_provider_rayorch.runs.store import read_summary_outputs
+        """Read the committed outputs of the run back from the run store, with the
+        connection's run_store_options (an S3-compatible endpoint, keys)."""
+        from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
 
-        rows = read_summary_outputs(summary) if summary["sources"]["total"] else []
+        hook = RayOrchHook("rayorch_default")  # the group's rayorch_conn_id
+        rows = hook.read_summary_outputs(summary) if summary["sources"]["total"] else []
         present = [r["value"] for r in rows if r["outcome"] == "present"]
         return {"documents": len(present), "words": sum(v["words"] for v in present)}
 

@@ -17,9 +17,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_rayorch.runs.glob_syntax import GLOB_CHARS, has_wildcard
+
 __all__ = [
     "COMMITTED_KEY",
     "EMITTED_KEY",
+    "GLOB_CHARS",
     "ListedFile",
     "NewSourcesBatch",
     "decode_committed",
@@ -30,12 +33,10 @@ __all__ = [
 EMITTED_KEY = "rayorch_emitted_files"
 COMMITTED_KEY = "rayorch_committed_files"
 
-#: The run store's glob characters (``airflow_provider_rayorch.runs.store``).
-GLOB_CHARS = "*?["
-
 
 def has_glob_pattern(uri_glob: str) -> bool:
-    return any(c in uri_glob for c in GLOB_CHARS)
+    """``uri_glob`` holds a wildcard (its query string of filesystem options aside)."""
+    return has_wildcard(uri_glob)
 
 
 @dataclass(frozen=True, slots=True)

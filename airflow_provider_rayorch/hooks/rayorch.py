@@ -17,7 +17,8 @@ Connection fields:
 Every secret value (token, secret run-store options, ``runtime_env.env_vars``
 values, secret-named ``ray_init_kwargs``) is registered with Airflow's secrets
 masker as soon as the settings are read; the run-store options reach a Ray job's
-driver through its ``runtime_env`` environment, never its command line.
+driver through the cluster's key-value store (:mod:`.handoff`), never its
+``runtime_env`` or command line.
 
 With no ``rayorch_default`` connection defined, the hook falls back to the embedded
 local Ray.
@@ -38,7 +39,11 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 
 from airflow_provider_rayorch.common import local_heads
 from airflow_provider_rayorch.common.states import JobStatus
-from airflow_provider_rayorch.exceptions import RayOrchClusterError, RayOrchClusterUnavailable
+from airflow_provider_rayorch.exceptions import (
+    RayOrchClusterError,
+    RayOrchClusterUnavailable,
+    RayOrchConnectionNotFound,
+)
 from airflow_provider_rayorch.hooks.jobs_api import Clients, Contact, JobsApi, TokenChoice
 from airflow_provider_rayorch.hooks.settings import (
     DEFAULT_PORT,
@@ -46,7 +51,7 @@ from airflow_provider_rayorch.hooks.settings import (
     default_run_store,
     merge_runtime_env,
 )
-from airflow_provider_rayorch.runs.secrets import driver_env, ray_init_secrets
+from airflow_provider_rayorch.runs.secrets import ray_init_secrets
 
 if TYPE_CHECKING:
     from airflow_provider_rayorch.runs.store import RunStore
@@ -130,7 +135,7 @@ class RayOrchHook(BaseHook):
 
     def _missing(self, exc: Exception) -> None:
         if self.rayorch_conn_id != self.default_conn_name:
-            raise exc
+            raise RayOrchConnectionNotFound(_not_found(self.rayorch_conn_id)) from exc
         if self._address_override:
             self.log.info(
                 "No %r connection: using the Ray Jobs API at %s (the task's ray_address)",
@@ -175,6 +180,22 @@ class RayOrchHook(BaseHook):
     @property
     def run_store_uri(self) -> str:
         return self.settings.run_store
+
+    @property
+    def run_store_options(self) -> dict[str, Any]:
+        """The connection's ``run_store_options`` (pyarrow filesystem options; may hold
+        secrets, which the hook has registered with Airflow's secrets masker)."""
+        return dict(self.settings.run_store_options)
+
+    def read_summary_outputs(
+        self, summary: Mapping[str, Any], port: str = "out"
+    ) -> list[dict[str, Any]]:
+        """The committed output rows of the run (or microbatch) ``summary`` describes,
+        read with this connection's ``run_store_options`` (an S3-compatible endpoint,
+        keys): ``{"source", "outcome", "cause", "value"}`` per source, by source."""
+        from airflow_provider_rayorch.runs.store import read_summary_outputs
+
+        return read_summary_outputs(dict(summary), port, options=self.run_store_options)
 
     def run_store(self, uri: str | None = None) -> RunStore:
         """The run store at ``uri`` (default: the connection's ``run_store``), opened with
@@ -261,16 +282,18 @@ class RayOrchHook(BaseHook):
         says the id is taken, this asks ``GET /api/jobs/<id>`` and returns the id when
         the job exists. Otherwise it raises :class:`RayOrchClusterUnavailable`, so the
         caller's retry (``common.polling``) submits again within the one budget."""
+        from airflow_provider_rayorch.hooks.handoff import deposit_run_store_options
         from airflow_provider_rayorch.hooks.packages import prepare_runtime_env
 
         env = self.runtime_env(runtime_env)
         mask_secrets(ray_init_secrets(None, env))
-        handed: dict[str, str] = driver_env(self.settings.run_store_options)
+        api = self.api
+        # Ray shows a job's runtime_env to every worker: it names the options' entry only
+        handed = deposit_run_store_options(api, submission_id, self.settings.run_store_options)
         if self.settings.namespace:
             handed["RAY_NAMESPACE"] = self.settings.namespace
-        if handed:  # the store's options by environment: the entrypoint is shown to anyone
+        if handed:
             env["env_vars"] = {**dict(env.get("env_vars") or {}), **handed}
-        api = self.api
         body: dict[str, Any] = {
             "entrypoint": entrypoint,
             "submission_id": submission_id,
@@ -414,6 +437,18 @@ def open_run_store(uri: str, conn_id: str | None = None) -> RunStore:
         from airflow_provider_rayorch.runs.store import RunStore
 
         return RunStore(uri)
+
+
+def _not_found(conn_id: str) -> str:
+    env = "AIRFLOW_CONN_" + "".join(c if c.isalnum() else "_" for c in conn_id).upper()
+    return (
+        f"rayorch_conn_id {conn_id!r}: no such connection. Airflow looked it up in its "
+        f"secrets backends (the environment variable {env}, any configured backend) and "
+        "its metadata database (Admin > Connections). Define it (airflow connections add "
+        f"{conn_id} --conn-type rayorch --conn-host http://<ray head>:8265, or in the UI), "
+        f"or, for an embedded local Ray in the worker, leave rayorch_conn_id at its default "
+        f"{RayOrchHook.default_conn_name!r} and define no connection of that name"
+    )
 
 
 def mask_secrets(values: list[str]) -> None:

@@ -79,6 +79,12 @@ _SETTING = (
     "`run_store` (the connection's extra, or the operator's `run_store`) to one that every "
     "Airflow worker and Ray node can write to"
 )
+#: The fix for a local store whose place a file takes.
+_A_FOLDER = (
+    "move that file away, or set `run_store` (the connection's extra, or the operator's "
+    "`run_store`) to a folder every Airflow worker and Ray node can write to (it need not "
+    "exist yet)"
+)
 R = TypeVar("R", bound=Record)
 
 
@@ -90,6 +96,8 @@ class RunStore:
         self.options = dict(options or {})
         self.fs, self.root = open_filesystem(uri, self.options)
         self._atomic_rename = isinstance(self.fs, pafs.LocalFileSystem)
+        if self._atomic_rename:
+            self._refuse_a_file_in_the_way()
 
     def __repr__(self) -> str:
         return f"RunStore({self.uri!r})"
@@ -109,6 +117,20 @@ class RunStore:
 
     def _manifest_parts(self, run_id: str, index: int) -> tuple[str, ...]:
         return (run_id, "manifests", f"mb-{index:05d}.json")
+
+    def _refuse_a_file_in_the_way(self) -> None:
+        """A local store's root, or a folder above it, that is a file: refused, naming it."""
+        path = self.root
+        while True:
+            info = self.fs.get_file_info(path)
+            if info.type == pafs.FileType.File:
+                raise StoreError(
+                    f"the run store {self.uri} is not a folder: {path} is a file; {_A_FOLDER}"
+                )
+            parent = posixpath.dirname(path)
+            if info.type == pafs.FileType.Directory or parent == path:
+                return
+            path = parent
 
     def _unwritable(self, exc: OSError) -> StoreError:
         return StoreError(f"cannot write to the run store {self.uri}: {exc}. {_SETTING}")
@@ -157,6 +179,11 @@ class RunStore:
                 return bytes(f.read())
         except FileNotFoundError:
             return None
+        except NotADirectoryError as exc:  # a file took the place of a folder since
+            raise StoreError(
+                f"cannot read {self.record_uri(parts)} of the run store {self.uri}: a file "
+                f"stands where a folder must be ({exc}); {_A_FOLDER}"
+            ) from None
 
     def write_bytes(self, parts: Sequence[str], data: bytes) -> None:
         """Write ``data`` at ``parts`` atomically: a temporary file renamed into place on

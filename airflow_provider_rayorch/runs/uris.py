@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import pyarrow.fs as pafs
 
+from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.runs.secrets import (
     RunStoreSettingError,
     check_uri,
@@ -32,6 +33,7 @@ from airflow_provider_rayorch.runs.secrets import (
 __all__ = [
     "DRIVER_LOGS",
     "RunStoreSettingError",
+    "StoreUnreachable",
     "check_uri",
     "driver_log_name",
     "driver_log_parts",
@@ -49,6 +51,35 @@ _OPTIONS = "run_store_options"
 DRIVER_LOGS = "logs"
 #: query values pyarrow's ``from_uri`` reads as booleans
 _BOOLEAN_WORDS = {"true": True, "false": False}
+#: pyarrow's URI opener (a module attribute, so a test can stand in for AWS)
+_from_uri = pafs.FileSystem.from_uri
+
+
+class StoreUnreachable(StoreError, OSError):
+    """A run store or sources URI cannot be opened: pyarrow could not reach its
+    filesystem (for S3, often the bucket's region lookup at AWS for a bucket that
+    lives on another endpoint). The message names the URI and how to give the endpoint."""
+
+
+def _endpoint_fix(setting: str, scheme: str) -> str:
+    if scheme != "s3":
+        return "Check the URI, and that this machine can reach it with its credentials"
+    if "run_store" in setting:
+        return (
+            "On an S3-compatible server (MinIO, Ceph, ...) give its endpoint in the "
+            f"connection extra {_OPTIONS} "
+            '({"endpoint_override": "host:port", "scheme": "http", "region": "..."}) and '
+            "open the store with them: RayOrchHook(conn_id).run_store(uri), "
+            "RayOrchHook(conn_id).read_summary_outputs(summary), or "
+            f"RunStore(uri, options) with options=RayOrchHook(conn_id).{_OPTIONS} "
+            "(docs/run-store.md, Reading outputs)"
+        )
+    return (
+        "On an S3-compatible server (MinIO, Ceph, ...) give its endpoint in the URI's "
+        "query string (s3://bucket/in/*.pdf?endpoint_override=host:port&scheme=http&"
+        "region=...) and its keys through the credential chain "
+        "(docs/airflow/event-driven.md, Sources on an S3-compatible server)"
+    )
 
 
 def split_query(uri: str) -> tuple[str, str]:
@@ -147,5 +178,11 @@ def open_filesystem(
         cls = pafs.S3FileSystem if scheme == "s3" else pafs.GcsFileSystem
         path = posixpath.join(split.netloc, split.path.lstrip("/")).rstrip("/")
         return _build(cls, kwargs, uri), path or "/"
-    fs, path = pafs.FileSystem.from_uri(uri)
+    try:
+        fs, path = _from_uri(uri)
+    except OSError as exc:
+        where = "the run store" if setting == "run_store" else setting
+        raise StoreUnreachable(
+            f"cannot open {where} {redact_uri(uri)}: {exc}. {_endpoint_fix(setting, scheme)}"
+        ) from None
     return fs, path.rstrip("/") or "/"

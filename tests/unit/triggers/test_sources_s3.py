@@ -1,0 +1,51 @@
+"""RayOrchNewSourcesTrigger on an S3-compatible bucket (moto on loopback): the glob
+carries the endpoint in its query string, the keys come from the credential chain,
+and each announced file keeps the query, so the run opens it at the same endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from airflow.sdk.execution_time.context import AssetStateStoreAccessor
+from airflow.triggers.shared_stream import AdvanceItem, AdvanceOutcome
+
+from airflow_provider_rayorch.runs.uris import open_filesystem
+from airflow_provider_rayorch.triggers.sources import RayOrchNewSourcesTrigger
+from tests.unit.moto_s3 import BUCKET, credential_chain, endpoint_query, moto_s3_fixture  # noqa: F401 (a fixture)
+
+if TYPE_CHECKING:
+    from tests.unit.moto_s3 import S3Server
+
+pytestmark = pytest.mark.timeout(120)
+
+ASSET = "s3-inbox"
+
+
+def test_the_trigger_announces_new_files_of_an_s3_compatible_bucket(
+    moto_s3: S3Server, monkeypatch: pytest.MonkeyPatch, state_comms: Any
+) -> None:
+    credential_chain(monkeypatch, moto_s3)
+    q = endpoint_query(moto_s3)
+    client = moto_s3.client()
+    client.put_object(Bucket=BUCKET, Key="inbox/a.txt", Body=b"alpha")
+    trigger = RayOrchNewSourcesTrigger(f"s3://{BUCKET}/inbox/*.txt?{q}", asset_name=ASSET)
+    producer = trigger.producer(state=AssetStateStoreAccessor(name=ASSET))
+
+    async def poll() -> list[str]:
+        batch, token = await producer.poll()
+        await producer.advance([AdvanceItem(token, AdvanceOutcome(acked=1, failed=0))])
+        return [f.uri for f in batch.files]
+
+    async def scenario() -> list[list[str]]:
+        seen = [await poll(), await poll()]  # a file is announced once its size settles
+        client.put_object(Bucket=BUCKET, Key="inbox/b.txt", Body=b"beta")
+        seen += [await poll(), await poll(), await poll()]
+        return seen
+
+    a, b = f"s3://{BUCKET}/inbox/a.txt?{q}", f"s3://{BUCKET}/inbox/b.txt?{q}"
+    assert asyncio.run(scenario()) == [[], [a], [], [b], []]
+    fs, path = open_filesystem(b, setting="sources")
+    with fs.open_input_stream(path) as f:
+        assert f.read() == b"beta"
