@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from airflow.sdk import Context
 
-__all__ = ["END_POLL_S", "WHOLE_READ_MAX_CHARS", "JobWaiting"]
+__all__ = ["END_POLL_S", "WHOLE_READ_MAX_CHARS", "JobWaiting", "execution_timeout_hint"]
 
 #: A successful run whose log streamed so far is shorter than this has the rest of it
 #: read once by offset instead of waiting for Ray to close the stream.
@@ -242,3 +242,32 @@ def _ended_status(status: str) -> JobStatus | None:
     if parsed.is_active:
         return None
     return JobStatus.FAILED if parsed is JobStatus.SUCCEEDED else parsed
+
+
+def execution_timeout_hint(
+    timeout: Any, run_id: str | None, job_id: str | None, untimed_modules: list[str]
+) -> str:
+    """What the task's log says when its ``execution_timeout`` ended a run still going:
+    a batch that never returns is bounded by its module's ``batch_timeout_s``, not by
+    the task's timeout, which stops the whole run."""
+    job = f"Ray job {job_id} stopped" if job_id else "its driver stopped"
+    text = (
+        f"The task's execution_timeout ({timeout}) ran out while RayOrch run {run_id} was "
+        f"still running ({job}; committed microbatches are kept and a retry resumes from "
+        "them). "
+    )
+    if untimed_modules:
+        names = ", ".join(map(repr, untimed_modules))
+        text += (
+            "A batch whose UDF never returns holds a run until then: bound it with "
+            "RayModule(...).ray_options(batch_timeout_s=N), which kills the hung batch's "
+            "actor, replaces it and fails that batch under its Call's RecoveryPolicy while "
+            f"the run goes on. Modules without batch_timeout_s: {names}. "
+        )
+    else:
+        text += (
+            "Every module has batch_timeout_s, so no batch hung past it: the run needs more "
+            "time than execution_timeout gives it, or waited for resources (the job's log "
+            "says so). "
+        )
+    return text + "See docs/airflow/errors.md (execution_timeout and batch_timeout_s)."

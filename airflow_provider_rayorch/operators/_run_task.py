@@ -126,6 +126,8 @@ class RunTask(BaseOperator):
         self._job_id: str | None = None
         self._prepared_run_id: str | None = None  # the run this try prepared (on_kill's)
         self._result: dict[str, Any] | None = None
+        #: modules of the compiled pipeline without ``batch_timeout_s`` (a hang's suspects)
+        self._untimed_modules: list[str] = []
 
     # -- plumbing ---------------------------------------------------------------------
     @cached_property
@@ -186,6 +188,9 @@ class RunTask(BaseOperator):
             shares_worker_path=self.hook.is_local_head is True,
             dag_file=self.dag.fileloc if self.has_dag() else None,
         )
+        self._untimed_modules = [
+            m.name for m in getattr(compiled, "modules", ()) if m.batch_timeout_s is None
+        ]
         sources, n_columns = _common.resolve_sources(
             self.sources,
             modified_after=self.sources_modified_after,

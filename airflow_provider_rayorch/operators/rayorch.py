@@ -34,7 +34,7 @@ from airflow_provider_rayorch.operators._embedded import (  # re-exported: older
     _die_with_parent_fn,
     embedded_ray_env,
 )
-from airflow_provider_rayorch.operators._job_wait import JobWaiting
+from airflow_provider_rayorch.operators._job_wait import JobWaiting, execution_timeout_hint
 from airflow_provider_rayorch.operators._run_task import RunTask
 from airflow_provider_rayorch.operators._submit import JobSubmitting
 from airflow_provider_rayorch.rayorch.errors import StoreError
@@ -264,6 +264,23 @@ class RayOrchOperator(JobSubmitting, JobWaiting, ResumableJobMixin, RunTask):
 
     # -- kill ----------------------------------------------------------------------------
     def on_kill(self) -> None:
-        """Stop the embedded driver's process group, or the Ray job (never delete it)."""
+        """Stop the embedded driver's process group, or the Ray job (never delete it).
+
+        Airflow's task runner calls this while handling the ``AirflowTaskTimeout`` of
+        the task's ``execution_timeout``: then the log also says what bounds a hang."""
+        import sys
+
+        from airflow.sdk.exceptions import AirflowTaskTimeout
+
         self._embedded.kill()
         super().on_kill()
+        if isinstance(sys.exc_info()[1], AirflowTaskTimeout):
+            self.log.warning(
+                "%s",
+                execution_timeout_hint(
+                    self.execution_timeout,
+                    self._prepared_run_id,
+                    self._job_id,
+                    self._untimed_modules,
+                ),
+            )
