@@ -168,3 +168,31 @@ def test_restarting_a_component_before_start_names_the_fix(
     assert got.returncode != 0
     assert "Traceback" not in got.stderr, got.stderr
     assert "deployment.py start --dags-folder" in got.stderr, got.stderr
+
+
+def test_stop_stops_the_ray_heads_its_tasks_recorded_and_only_while_they_are_those(
+    bindir: Path, home: Path, request, monkeypatch
+) -> None:
+    """A head a task of the deployment started records itself in the deployment's
+    RAYORCH_LOCAL_HEADS_DIR; a record whose group is no longer that head (its number
+    reused) is dropped without a signal."""
+    from airflow_provider_rayorch.common import local_heads
+
+    monkeypatch.setenv("RAYORCH_LOCAL_HEADS_DIR", str(home / "deployment" / "ray-heads"))
+    head = _bystander(home, request)  # stands in for `ray start --head --block`
+    reused = _bystander(home, request)
+    local_heads.note_started(head.pid, temp_dir=str(home / "rayh-a"), address="http://127.0.0.1:1")
+    local_heads.note_started(
+        reused.pid, temp_dir=str(home / "rayh-b"), address="http://127.0.0.1:2"
+    )
+    record = home / "deployment" / "ray-heads" / "started" / f"{reused.pid}.json"
+    data = json.loads(record.read_text())
+    record.write_text(json.dumps({**data, "start": data["start"] - 1}))  # an older process
+
+    got = _run(bindir, home, "stop")
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert head.wait(10) is not None, got.stdout
+    assert _alive(reused.pid), (
+        f"stop signalled a group that is not the recorded head:\n{got.stdout}"
+    )
+    assert local_heads.started_heads() == []
