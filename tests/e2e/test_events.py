@@ -26,8 +26,6 @@ pytestmark = [pytest.mark.slow]
 
 DAG_ID = "rayorch_events"
 BUSY = ("queued", "running")
-#: ``{run_id: sources}`` the triggerer test's runs prepared, for the UI test after it.
-PREPARED: dict[str, list[str]] = {}
 
 
 def _land(inbox: Path, names: list[str]) -> list[str]:
@@ -62,10 +60,11 @@ def _kill_group(pgid: int) -> None:
     os.killpg(pgid, signal.SIGKILL)
 
 
-@pytest.mark.timeout(900)  # includes starting the deployment when this test runs alone
-def test_files_landing_across_a_triggerer_kill_are_each_prepared_once(
-    airflow_deployment, airflow_rest
-) -> None:
+@pytest.fixture(scope="module")
+def event_runs(airflow_deployment, airflow_rest) -> dict[str, Any]:
+    """Files land before a run, during it and while the triggerer is down (SIGKILLed,
+    then started again); waits until every landed file was taken by a finished run.
+    ``{"landed": [uri, ...], "prepared": {run_id: sources}}``; the DAG paused again."""
     deployment, rest = airflow_deployment, airflow_rest
     inbox = deployment.landing / "inbox"
     inbox.mkdir(exist_ok=True)
@@ -95,7 +94,15 @@ def test_files_landing_across_a_triggerer_kill_are_each_prepared_once(
         prepared = rest.wait(all_prepared, 600, f"the {len(landed)} landed files to be prepared")
     finally:
         rest.call("PATCH", f"dags/{DAG_ID}", json={"is_paused": True})
+    deployment.wait(deployment.healthy, 180, "the restarted triggerer to report healthy")
+    return {"landed": landed, "prepared": prepared}
 
+
+@pytest.mark.timeout(900)  # includes starting the deployment when this test runs alone
+def test_files_landing_across_a_triggerer_kill_are_each_prepared_once(
+    airflow_rest, event_runs
+) -> None:
+    rest, landed, prepared = airflow_rest, event_runs["landed"], event_runs["prepared"]
     runs = {r["dag_run_id"]: r for r in _runs(rest)}
     failed = {
         rid: failure_digest(rest, DAG_ID, rid) for rid, r in runs.items() if r["state"] != "success"
@@ -119,24 +126,24 @@ def test_files_landing_across_a_triggerer_kill_are_each_prepared_once(
         uri: run_id for run_id, sources in prepared.items() for uri in sources
     }
     assert EMITTED_KEY in state
-    deployment.wait(deployment.healthy, 180, "the restarted triggerer to report healthy")
-    PREPARED.update(prepared)
 
 
-def test_the_ui_shows_the_asset_events_and_their_runs(airflow_rest, shots: Shots) -> None:
+@pytest.mark.timeout(900)  # includes the runs when this test runs first or alone
+def test_the_ui_shows_the_asset_events_and_their_runs(
+    airflow_rest, shots: Shots, event_runs
+) -> None:
     """Screenshots for docs/airflow/event-driven.md: the asset's page with the watcher's
     events, the DAG's asset-triggered runs, and one run's report."""
-    if not PREPARED:
-        pytest.skip("needs the runs test_files_landing_across_a_triggerer_kill_... made")
+    prepared: dict[str, list[str]] = event_runs["prepared"]
     (asset,) = airflow_rest.get("assets", name_pattern="rayorch-inbox")["assets"]
     shots.open(f"/assets/{asset['id']}", "rayorch-inbox", "Asset Events", DAG_ID)
     shots.shot("events-asset")
 
-    text = shots.open(f"/dags/{DAG_ID}/runs", *PREPARED)
+    text = shots.open(f"/dags/{DAG_ID}/runs", *prepared)
     assert "asset" in text.lower(), text
     shots.shot("events-runs")
 
-    run_id, sources = max(PREPARED.items(), key=lambda item: len(item[1]))
+    run_id, sources = max(prepared.items(), key=lambda item: len(item[1]))
     shots.open(report_path(DAG_ID, run_id), "RayOrch run report")
     assert shots.driver.find_element("id", "source-shown").text == str(len(sources))
     cells = shots.report_rows("sources-table")
