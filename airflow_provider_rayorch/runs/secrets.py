@@ -1,11 +1,15 @@
 """Which run settings are secret, and how secrets reach a driver without being stored.
 
-Credentials never ride in a URI, a plan record or a command line. The run store's
-filesystem options (the connection extra ``run_store_options``) and an embedded
-Ray's ``ray.init()`` options reach the driver through its environment, as JSON in
-:data:`RUN_STORE_OPTIONS_ENV` and :data:`RAY_INIT_KWARGS_ENV`: an embedded driver's
-process environment (readable only by its own user, unlike ``ps``'s argv), or a
-Ray job's ``runtime_env.env_vars``. The plan record keeps only what names a run.
+Credentials never ride in a URI, a plan record, a command line or a Ray job's
+``runtime_env``. The run store's filesystem options (the connection extra
+``run_store_options``) and an embedded Ray's ``ray.init()`` options reach an
+embedded driver through its process environment (readable only by its own user,
+unlike ``ps``'s argv), as JSON in :data:`RUN_STORE_OPTIONS_ENV` and
+:data:`RAY_INIT_KWARGS_ENV`. A Ray job's driver gets the run store's options from
+the cluster's key-value store (:mod:`.handoff`): its ``runtime_env`` holds only the
+entry's key, :data:`RUN_STORE_OPTIONS_KEY_ENV`. The driver drops both variables
+from its environment once read, so no process it starts inherits them. The plan
+record keeps only what names a run.
 
 This module decides what is secret; registering values with Airflow's secrets
 masker is the Airflow layer's job (it imports Airflow, this layer does not).
@@ -24,6 +28,7 @@ from airflow_provider_rayorch.rayorch.errors import StoreError
 __all__ = [
     "RAY_INIT_KWARGS_ENV",
     "RUN_STORE_OPTIONS_ENV",
+    "RUN_STORE_OPTIONS_KEY_ENV",
     "RunStoreSettingError",
     "check_uri",
     "driver_env",
@@ -38,6 +43,8 @@ __all__ = [
 
 #: The run store's filesystem options (a JSON object) for a driver process.
 RUN_STORE_OPTIONS_ENV = "RAYORCH_RUN_STORE_OPTIONS"
+#: A Ray job driver's key of its run store options in the cluster's key-value store.
+RUN_STORE_OPTIONS_KEY_ENV = "RAYORCH_RUN_STORE_OPTIONS_KEY"
 #: An embedded driver's ``ray.init()`` options (a JSON object), runtime_env included.
 RAY_INIT_KWARGS_ENV = "RAYORCH_RAY_INIT_KWARGS"
 
@@ -125,22 +132,47 @@ def driver_env(
     return env
 
 
-def _json_object(name: str, environ: Mapping[str, str]) -> dict[str, Any] | None:
-    text = environ.get(name)
+def _parse_object(name: str, text: str | bytes | None) -> dict[str, Any] | None:
     if not text:
         return None
     try:
         value = json.loads(text)
     except ValueError:
-        raise ValueError(f"environment variable {name} is not a JSON object") from None
+        raise ValueError(f"{name} is not a JSON object") from None
     if not isinstance(value, dict):
-        raise ValueError(f"environment variable {name} is not a JSON object")
+        raise ValueError(f"{name} is not a JSON object")
     return value
 
 
+def _json_object(name: str, environ: Mapping[str, str]) -> dict[str, Any] | None:
+    return _parse_object(f"environment variable {name}", environ.get(name))
+
+
 def run_store_options_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The run store options handed to this driver (empty when none were)."""
-    return _json_object(RUN_STORE_OPTIONS_ENV, os.environ if environ is None else environ) or {}
+    """The run store options handed to this driver (empty when none were): the JSON
+    of :data:`RUN_STORE_OPTIONS_ENV`, or the key-value entry that
+    :data:`RUN_STORE_OPTIONS_KEY_ENV` names, taken from the cluster at ``RAY_ADDRESS``
+    (a Ray job's driver). Read from ``os.environ`` (``environ`` None), both variables
+    are removed from it, so the processes this driver starts (an embedded Ray) never
+    inherit them."""
+    env = os.environ if environ is None else environ
+    handed = _json_object(RUN_STORE_OPTIONS_ENV, env)
+    key = env.get(RUN_STORE_OPTIONS_KEY_ENV)
+    if environ is None:
+        os.environ.pop(RUN_STORE_OPTIONS_ENV, None)
+        os.environ.pop(RUN_STORE_OPTIONS_KEY_ENV, None)
+    if handed is not None or not key:
+        return handed or {}
+    address = env.get("RAY_ADDRESS")
+    if not address:
+        raise RunStoreSettingError(
+            f"environment variable {RUN_STORE_OPTIONS_KEY_ENV} names the run store options "
+            "in the cluster's key-value store, but RAY_ADDRESS (the cluster's GCS address, "
+            "which Ray sets for a job's driver) is empty: run the driver as a Ray job"
+        )
+    from airflow_provider_rayorch.runs.handoff import take
+
+    return _parse_object(f"the run store options entry {key}", take(key, address)) or {}
 
 
 def ray_init_kwargs_from_env(

@@ -1,6 +1,7 @@
 """Secrets of a rayorch connection (token, run-store options, runtime_env env_vars,
 secret ray.init() options) are masked and never reach plan.json, XCom, a command
-line or an error message; run-store options reach the driver by environment."""
+line or an error message; run-store options reach an embedded driver by environment
+and a Ray job's driver through the cluster's key-value store."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ import pytest
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook, RayOrchSettings
 from airflow_provider_rayorch.operators import _embedded as embedded
 from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
+from airflow_provider_rayorch.runs.handoff import deposit_name, key_of
 from airflow_provider_rayorch.runs.secrets import (
     RAY_INIT_KWARGS_ENV,
     RUN_STORE_OPTIONS_ENV,
+    RUN_STORE_OPTIONS_KEY_ENV,
     RunStoreSettingError,
 )
 
@@ -131,9 +134,10 @@ def test_the_hook_opens_the_run_store_with_the_connection_options() -> None:
     assert hook.run_store("s3://other/runs").root == "other/runs"
 
 
-def test_a_ray_job_gets_the_store_options_in_its_runtime_env_not_its_entrypoint(
-    monkeypatch,
-) -> None:
+def test_a_ray_job_gets_the_key_of_its_store_options_never_the_options(monkeypatch) -> None:
+    """The options go to the cluster's key-value store (the package route's PUT); the
+    job's runtime_env and entrypoint, which Ray shows to every worker and its logs,
+    name the entry only."""
     hook = RayOrchHook()
     hook.__dict__["settings"] = RayOrchSettings(
         address="http://head:8265", run_store="s3://bucket/runs", run_store_options=OPTIONS
@@ -151,11 +155,28 @@ def test_a_ray_job_gets_the_store_options_in_its_runtime_env_not_its_entrypoint(
         entrypoint, submission_id="sid", runtime_env={"env_vars": {"HF_TOKEN": API_KEY}}
     )
     body = api.json.call_args.kwargs["json"]
-    _no_secret(body["entrypoint"])
+    _no_secret(json.dumps({**body, "runtime_env": {}}))
     env_vars = body["runtime_env"]["env_vars"]
-    assert json.loads(env_vars[RUN_STORE_OPTIONS_ENV]) == OPTIONS
-    assert env_vars["HF_TOKEN"] == API_KEY
+    key = env_vars[RUN_STORE_OPTIONS_KEY_ENV]
+    assert key == key_of(deposit_name("sid"))
+    assert RUN_STORE_OPTIONS_ENV not in env_vars
+    assert S3_SECRET not in json.dumps(body["runtime_env"])
+    (put,) = [c for c in api.request.call_args_list if c.args[0] == "PUT"]
+    assert put.args[1] == "/api/packages/gcs/" + deposit_name("sid")
+    assert json.loads(put.kwargs["content"]) == OPTIONS
+    assert env_vars["HF_TOKEN"] == API_KEY  # a user's env_vars ride as given (masked)
     assert API_KEY in masked
+
+
+def test_a_ray_job_without_store_options_stores_nothing(monkeypatch) -> None:
+    hook = RayOrchHook()
+    hook.__dict__["settings"] = RayOrchSettings(address="http://head:8265")
+    api = mock.MagicMock()
+    api.json.return_value = {"submission_id": "sid"}
+    monkeypatch.setattr(RayOrchHook, "api", property(lambda self: api))
+    hook.submit_job("python -m x", submission_id="sid")
+    assert api.request.call_args_list == []
+    assert api.json.call_args.kwargs["json"]["runtime_env"] is None
 
 
 def test_a_connection_whose_run_store_uri_holds_credentials_is_refused(monkeypatch, caplog) -> None:
