@@ -88,10 +88,11 @@ def _plain(value: Any, depth: int = 0) -> bool:
     if depth >= _MAX_DEPTH:
         return False
     if kind is list or kind is tuple:
-        return all(type(v) in _SCALARS for v in value) or all(_plain(v, depth + 1) for v in value)
+        return _SCALARS.issuperset(map(type, value)) or all(_plain(v, depth + 1) for v in value)
     if kind is dict:
-        return all(type(k) in _SCALARS for k in value) and all(
-            _plain(v, depth + 1) for v in value.values()
+        return _SCALARS.issuperset(map(type, value)) and (
+            _SCALARS.issuperset(map(type, value.values()))
+            or all(_plain(v, depth + 1) for v in value.values())
         )
     if kind.__module__ == "numpy":
         dtype = getattr(value, "dtype", None)
