@@ -23,6 +23,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.common.progress import EVENT_MARKER, relay_line
+from airflow_provider_rayorch.rayorch.plain_text import strip_ansi
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -42,8 +43,8 @@ RUN_EVENTS = frozenset({"microbatch", "end"})
 
 
 class LineRelay:
-    """Prints each complete line once; remembers how many characters it consumed, the
-    last :data:`KEEP_LINES` lines, and the driver's run events (:data:`RUN_EVENTS`):
+    """Prints each complete line once, as plain text; remembers how many characters it
+    consumed, the last :data:`KEEP_LINES` lines, and the driver's run events (:data:`RUN_EVENTS`):
     whether one came since :meth:`take_news`, and whether the run's end came."""
 
     def __init__(self, log: Any, prefix: str) -> None:
@@ -79,7 +80,7 @@ class LineRelay:
             self._relay(line)
 
     def _relay(self, line: str) -> None:
-        line = line.rstrip("\r")
+        line = strip_ansi(line.rstrip("\r"))  # the tail's error line must parse
         self.tail.append(line)
         relay_line(self.log, self.prefix, line)
         _, marker, payload = line.partition(EVENT_MARKER)

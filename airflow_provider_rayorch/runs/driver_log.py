@@ -31,6 +31,7 @@ import sys
 import threading
 import time
 import traceback
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COPY_EVERY_S",
     "DriverLog",
+    "StoredLog",
     "Tee",
     "driver_log_names",
     "driver_log_secrets",
@@ -78,6 +80,8 @@ _HIDDEN = "***"
 #: Ray's job config in a job driver's environment (its ``runtime_env``).
 _RAY_JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
 _NUMBERED = re.compile(r"^driver-(\d+)\.log$")
+#: The first line of a driver log (:func:`_header`) and its start time.
+_HEADER = re.compile(r"^RayOrch driver log of run .*?: started (\S+) on ")
 
 
 def driver_log_names(store: RunStore, run_id: str) -> list[str]:
@@ -106,17 +110,39 @@ def driver_log_uri(store: RunStore, run_id: str, name: str) -> str:
     return join_uri(store.run_uri(run_id), DRIVER_LOGS, name)
 
 
-def read_driver_log_tail(
-    store: RunStore, run_id: str, max_chars: int = 20_000
-) -> tuple[str, str] | None:
-    """The last ``max_chars`` of the run's latest driver log and its URI, or None."""
+@dataclass(frozen=True)
+class StoredLog:
+    """The end of a run's latest driver log, as the run store keeps it."""
+
+    uri: str
+    #: its last characters (a whole short log)
+    tail: str
+    #: when that driver started (None: the header does not say)
+    started: datetime | None
+
+
+def read_driver_log_tail(store: RunStore, run_id: str, max_chars: int = 20_000) -> StoredLog | None:
+    """The last ``max_chars`` of the run's latest driver log, or None when it has none."""
     names = [n for n in driver_log_names(store, run_id) if _NUMBERED.match(n)]
     if not names:
         return None
-    data = store.read_bytes((run_id, DRIVER_LOGS, names[-1]))
-    if data is None:
+    path = posixpath.join(store.root, run_id, DRIVER_LOGS, names[-1])
+    try:
+        with store.fs.open_input_file(path) as f:
+            head = bytes(f.read(512))
+            size = f.size()
+            f.seek(max(size - max_chars, 0))
+            tail = bytes(f.read())
+    except FileNotFoundError:
         return None
-    return data[-max_chars:].decode("utf-8", "replace"), driver_log_uri(store, run_id, names[-1])
+    started = _HEADER.match(head.decode("utf-8", "replace"))
+    when = None
+    if started:
+        with contextlib.suppress(ValueError):
+            when = datetime.fromisoformat(started.group(1))
+    return StoredLog(
+        driver_log_uri(store, run_id, names[-1]), tail.decode("utf-8", "replace"), when
+    )
 
 
 def _token_values(environ: Mapping[str, str]) -> list[str]:

@@ -88,3 +88,29 @@ def test_the_job_trigger_streams_every_line_once_to_the_end(tmp_path, monkeypatc
     assert lines == _expected(api)  # the last lines too: the trigger waited for the stream
     assert api.whole_reads == 0
     assert api.log_bytes == len(api.log.encode())
+
+
+def test_relayed_lines_are_plain_text() -> None:
+    """Ray colours its errors: the task log and the kept tail get the text alone, so
+    the driver's error line still parses."""
+    log = mock.MagicMock()
+    relay = LineRelay(log, "[ray job]")
+    relay.feed(
+        "\x1b[36m(Recognize pid=7)\x1b[39m ready\n"
+        '\x1b[31mRAYORCH_ERROR {"exit_code": 1, "message": "boom"}\x1b[0m\n'
+    )
+    assert log.info.call_args_list == [
+        mock.call("%s %s", "[ray job]", "(Recognize pid=7) ready"),
+        mock.call("%s %s", "[ray job]", 'RAYORCH_ERROR {"exit_code": 1, "message": "boom"}'),
+    ]
+    assert list(relay.tail)[-1] == 'RAYORCH_ERROR {"exit_code": 1, "message": "boom"}'
+
+
+def test_an_embedded_drivers_lines_are_plain_text() -> None:
+    from airflow_provider_rayorch.common.progress import relay_line
+
+    log = mock.MagicMock()
+    relay_line(log, "[driver]", "\x1b[33mWARNING\x1b[0m slow")
+    relay_line(log, "[driver]", '\x1b[2mRAYORCH_EVENT {"event": "end"}\x1b[0m')
+    log.info.assert_called_once_with("%s %s", "[driver]", "WARNING slow")
+    log.debug.assert_called_once_with("%s %s", "[driver]", 'RAYORCH_EVENT {"event": "end"}')
