@@ -34,6 +34,7 @@ from airflow_provider_rayorch.assets.watch_state import (
     decode_emitted,
     has_glob_pattern,
 )
+from airflow_provider_rayorch.runs.glob_syntax import split_glob_query
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
@@ -188,9 +189,11 @@ class RayOrchNewSourcesTrigger(BaseEventTrigger):
         if not isinstance(uri_glob, str) or not uri_glob.strip():
             raise ValueError(f"uri_glob must be a non-empty glob URI, got {uri_glob!r}")
         if not has_glob_pattern(uri_glob):
+            path, query = split_glob_query(uri_glob)
+            example = f"{path.rstrip('/')}/*.pdf" + (f"?{query}" if query else "")
             raise ValueError(
                 f"uri_glob {uri_glob!r} has no glob pattern: name the files to watch, "
-                f"e.g. {uri_glob.rstrip('/')}/*.pdf"
+                f"e.g. {example}"
             )
         if not isinstance(asset_name, str) or not asset_name:
             raise ValueError(

@@ -49,3 +49,10 @@ def test_the_trigger_announces_new_files_of_an_s3_compatible_bucket(
     fs, path = open_filesystem(b, setting="sources")
     with fs.open_input_stream(path) as f:
         assert f.read() == b"beta"
+
+
+def test_a_glob_without_a_wildcard_before_its_query_is_refused_with_an_example() -> None:
+    query = "endpoint_override=minio:9000&region=us-east-1"
+    with pytest.raises(ValueError, match="has no glob pattern") as err:
+        RayOrchNewSourcesTrigger(f"s3://{BUCKET}/inbox/a.txt?{query}", asset_name=ASSET)
+    assert f"e.g. s3://{BUCKET}/inbox/a.txt/*.pdf?{query}" in str(err.value)
