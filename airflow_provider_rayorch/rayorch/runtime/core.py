@@ -230,7 +230,7 @@ class Core:
             return
         call = batch.call
         grains = [g for _, g in live_grains(batch)]
-        # alone: run() saw one row (Grains withdrawn in flight still shared the batch)
+        # alone: judged by the rows run() was given, not by those still live
         decision = decide_after_exception(call.recovery, grains, alone=len(batch.grains) == 1)
         if decision.abort:
             self.aborted = ExecutionError(
