@@ -6,7 +6,9 @@ pipeline's actor blocks until the test has looked. Every process's command line 
 sampled from the submit to the job's end (a Ray worker shows its runtime_env on its
 command line while ``setup_worker.py`` starts it); then the head's whole temp dir
 (session logs, runtime resources) and the job's record in the Jobs API are searched.
-The driver must still have written the store.
+A canary in the connection's ``runtime_env.env_vars`` shows each of those places
+does show what a job's runtime_env holds. The driver must still have written the
+store, and have deleted the key-value entry it took the options from.
 """
 
 from __future__ import annotations
@@ -33,19 +35,16 @@ ROOT = str(Path(__file__).resolve().parents[3])
 SPEC = "tests.integration.rayorch.fault_udfs:ResumePipeline"
 N_SOURCES = 6
 STOP_ROW = 4  # the actor blocks on this row until the gate file exists
-#: How a Ray worker's command line carries its runtime_env while it starts.
-RUNTIME_ENV_FLAG = "--serialized-runtime-env-context"
 
 
 class CommandLines:
-    """Samples every process's command line on a thread until stopped: which ones held
-    a needle, and how many showed a runtime_env (proof that the sampling saw workers
-    start)."""
+    """Samples every process's command line on a thread until stopped: for each label,
+    the processes whose command line held one of its values (pid -> program, never
+    the value)."""
 
-    def __init__(self, needles: list[str]) -> None:
-        self.needles = [n.encode() for n in needles]
-        self.exposed: dict[int, str] = {}  # pid -> its program, never the secret
-        self.runtime_env_seen: set[int] = set()
+    def __init__(self, needles: dict[str, list[str]]) -> None:
+        self.needles = {label: [v.encode() for v in values] for label, values in needles.items()}
+        self.holding: dict[str, dict[int, str]] = {label: {} for label in needles}
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -72,13 +71,10 @@ class CommandLines:
                     line = f.read()
             except OSError:
                 continue
-            pid = int(entry.name)
-            if RUNTIME_ENV_FLAG.encode() in line:
-                self.runtime_env_seen.add(pid)
-            if any(n in line for n in self.needles):
-                self.exposed[pid] = " ".join(
-                    a.decode(errors="replace") for a in line.split(b"\0")[:2]
-                )
+            program = " ".join(a.decode(errors="replace") for a in line.split(b"\0")[:2])
+            for label, values in self.needles.items():
+                if any(v in line for v in values):
+                    self.holding[label][int(entry.name)] = program
 
 
 def files_holding(root: str, needles: list[str]) -> list[str]:
@@ -130,6 +126,7 @@ def _run_and_check(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: dict[str, str], head: dict
 ) -> None:
     needles = [options["secret_key"], options["access_key"]]
+    canary = f"canary-{secrets.token_hex(8)}"  # a user's env_vars value: Ray shows it
     uri = f"s3://{BUCKET}/runs-{secrets.token_hex(4)}"
     log_dir, gate = tmp_path / "log", tmp_path / "gate"
     log_dir.mkdir()
@@ -151,12 +148,12 @@ def _run_and_check(
         "extra": {
             "run_store": uri,
             "run_store_options": options,
-            "runtime_env": {"env_vars": {"PYTHONPATH": ROOT}},
+            "runtime_env": {"env_vars": {"PYTHONPATH": ROOT, "RAYORCH_CANARY": canary}},
         },
     }
     monkeypatch.setenv("AIRFLOW_CONN_RAYORCH_DEFAULT", json.dumps(conn))
     hook = RayOrchHook()
-    lines = CommandLines(needles).start()
+    lines = CommandLines({"store keys": needles, "canary": [canary]}).start()
     try:
         job_id = hook.submit_job(
             f"{sys.executable} -m airflow_provider_rayorch.job --run-store {uri} --run-id run",
@@ -176,10 +173,18 @@ def _run_and_check(
     assert [r["value"] for r in store.read_outputs("run")] == [i * i for i in range(N_SOURCES)]
     entry = f"/api/packages/gcs/{deposit_name(job_id)}"
     assert hook.api.request("GET", entry, allow_404=True) is None, "the driver left its entry"
-    assert lines.runtime_env_seen, "no Ray worker's start was sampled"
     info = json.dumps(hook.get_job_info(job_id))
+    # What Ray shows of a job's runtime_env.env_vars (docs/airflow/connection.md): the
+    # command line of every worker of the job while it starts (the supervisor, the
+    # actor), the runtime_env agent's log and the job's record.
+    assert len(lines.holding["canary"]) >= 2, lines.holding["canary"]
+    assert canary in info
+    assert "runtime_env_agent.log" in {
+        os.path.basename(f) for f in files_holding(head["temp_dir"], [canary])
+    }
+    # The store's keys reach none of them.
     exposed = {
-        "command lines": lines.exposed,
+        "command lines": lines.holding["store keys"],
         "keys in the Jobs API's job record": sum(n in info for n in needles),
         "files under the head's temp dir": files_holding(head["temp_dir"], needles),
     }
