@@ -59,6 +59,7 @@ CHECKS = {
     "cluster-head": "tests/e2e/real_cluster.py",
     "cluster-worker": "tests/e2e/real_cluster.py",
     "cluster-token": "tests/e2e/real_cluster.py",
+    "cluster-status": "tests/e2e/test_cluster_status.py",
     "cluster-connection": "tests/e2e/test_real_cluster.py",
 }
 
