@@ -63,11 +63,19 @@ def record_running(
 
 
 def record_ended_without_manifest(
-    store: RunStore, run_id: str, job_id: str, job_status: str, message: str, *, log: Any = None
+    store: RunStore,
+    run_id: str,
+    job_id: str,
+    job_status: str,
+    message: str,
+    *,
+    log: Any = None,
+    clear: str = "the task",
 ) -> str:
     """Record that the run's Ray job ended without a run manifest, and return the error
-    the task fails with. A job that SUCCEEDED (or whose status is unknown) without its
-    manifest is recorded FAILED. Never raises: the record is for the UI only."""
+    the task fails with (``clear``: what to clear once the cause is fixed). A job that
+    SUCCEEDED (or whose status is unknown) without its manifest is recorded FAILED.
+    Never raises: the record is for the UI only."""
     try:
         ended = JobStatus.parse(job_status)
     except ValueError:
@@ -84,7 +92,7 @@ def record_ended_without_manifest(
     return (
         f"Ray job {job_id} ended {job_status} without a run manifest for run {run_id}: "
         f"{message}. See the job's driver log (the task's Ray job link), fix the cause, "
-        "then clear the task"
+        f"then clear {clear}"
     )
 
 

@@ -193,6 +193,7 @@ def rayorch_microbatch_group(
             trigger_rule="all_done",
             max_failed_ratio=max_failed_ratio,
             outputs_asset_alias=outputs_asset_alias,
+            submit_task_id=f"{prefix}submit",
             **common,
         )
         submit >> sensors >> run

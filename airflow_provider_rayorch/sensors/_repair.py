@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow_provider_rayorch.common.driver_exit import error_from
 from airflow_provider_rayorch.common.polling import call_with_retries
-from airflow_provider_rayorch.common.states import JobStatus
+from airflow_provider_rayorch.common.repair import RepairMode, should_repair, try_owner
+from airflow_provider_rayorch.common.states import SUMMARY_KEY, JobStatus
 from airflow_provider_rayorch.exceptions import RayOrchJobFailed, RayOrchPlanChanged
 from airflow_provider_rayorch.lineage.parent import with_parent_run
 from airflow_provider_rayorch.runs.attempts import (
@@ -29,15 +30,83 @@ from airflow_provider_rayorch.runs.lease import RepairLease
 
 if TYPE_CHECKING:
     import logging
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
     from airflow_provider_rayorch.runs.store import RunStore
 
-__all__ = ["DRIVER_MODULE", "MicrobatchRepair", "repairs_pending", "rewrite_run_manifest"]
+__all__ = [
+    "DRIVER_MODULE",
+    "MicrobatchRepair",
+    "has_failed",
+    "push_failed",
+    "repair_if_cleared",
+    "repairs_pending",
+    "rewrite_run_manifest",
+]
 
 DRIVER_MODULE = "airflow_provider_rayorch.job"
 T = TypeVar("T")
+
+
+def push_failed(context: Any, summary: Mapping[str, Any]) -> None:
+    """Push a summary the task fails with (its XCom shows what was judged)."""
+    ti = context["ti"]
+    ti.xcom_push(key=SUMMARY_KEY, value=dict(summary))
+    ti.xcom_push(key="return_value", value=dict(summary))
+
+
+def has_failed(manifest: Mapping[str, Any] | None) -> bool:
+    """The committed microbatch has FAILED or SUPPRESSED sources."""
+    if manifest is None:
+        return False
+    sources = manifest.get("sources") or {}
+    return int(sources.get("failed", 0)) + int(sources.get("suppressed", 0)) > 0
+
+
+def repair_if_cleared(sensor: Any, context: Any) -> dict[str, Any] | None:
+    """A microbatch sensor's repair try: when its try repairs (``should_repair``) and
+    its committed microbatch has failed sources, repair them and return the new manifest
+    (None: not a repair try, or nothing to repair)."""
+    ti = context["ti"]
+    if not should_repair(RepairMode(sensor.repair), ti, sensor.retries):
+        return None
+    store, run_id, index = sensor._store(), sensor.run_id, sensor.index
+    if not has_failed(store.read_manifest(run_id, index)):
+        return None
+    repair = MicrobatchRepair(
+        hook=sensor.hook,
+        store=store,
+        run_id=run_id,
+        index=index,
+        owner=try_owner(ti),
+        interval=float(sensor.poke_interval),
+        log=sensor.log,
+        deadline_s=float(sensor.timeout),
+        ti=ti,
+    )
+    sensor.log.info(
+        "Try %s follows a manual clear (repair=%r): repairing the failed and suppressed "
+        "sources of microbatch %d; PRESENT outputs are kept",
+        ti.try_number,
+        sensor.repair,
+        index,
+    )
+    repair.wait_for_job(sensor._job)
+    try:
+        repair.acquire()
+        manifest = store.read_manifest(run_id, index)  # again, under the lease
+        if not has_failed(manifest):
+            return manifest
+        assert manifest is not None
+        attempt = int(manifest.get("attempt") or 1) + 1
+        try:
+            return repair.run(attempt, int(ti.try_number))
+        except Exception:
+            push_failed(context, manifest)  # the XCom still shows the committed state
+            raise
+    finally:
+        repair.release()
 
 
 class MicrobatchRepair:

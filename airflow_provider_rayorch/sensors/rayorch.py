@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
+from airflow_provider_rayorch.common.job_end import job_end
 from airflow_provider_rayorch.common.job_watch import JobObservation, JobWatch
 from airflow_provider_rayorch.common.liveness import record_ended_without_manifest
+from airflow_provider_rayorch.common.microbatch_story import log_microbatch
 from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.ratio import judge_summary
-from airflow_provider_rayorch.common.repair import RepairMode, should_repair
-from airflow_provider_rayorch.common.states import SUMMARY_KEY, JobStatus, with_job_status
+from airflow_provider_rayorch.common.repair import RepairMode, ended_before_commit
+from airflow_provider_rayorch.common.states import JobStatus, with_job_status
 from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded, RayOrchJobFailed
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
 from airflow_provider_rayorch.lineage.assets import attach_outputs_event
@@ -22,6 +24,7 @@ from airflow_provider_rayorch.sensors._assets import (
     end_from_trigger_with_alias,
     with_alias_outlet,
 )
+from airflow_provider_rayorch.sensors._repair import push_failed as _push_failed
 from airflow_provider_rayorch.sensors._wait_mode import wait_mode
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger, RayOrchMicrobatchTrigger
 
@@ -41,12 +44,6 @@ MICROBATCH_MAP_INDEX_TEMPLATE = (
 )
 
 
-def _push_failed(context: Context, summary: Mapping[str, Any]) -> None:
-    ti = context["ti"]
-    ti.xcom_push(key=SUMMARY_KEY, value=dict(summary))
-    ti.xcom_push(key="return_value", value=dict(summary))
-
-
 def judge(summary: Mapping[str, Any], max_failed_ratio: float, context: Context) -> dict[str, Any]:
     """Re-evaluate ``state`` against ``max_failed_ratio``; raise (after pushing it) if failed."""
     verdict = judge_summary(summary, max_failed_ratio)
@@ -54,13 +51,6 @@ def judge(summary: Mapping[str, Any], max_failed_ratio: float, context: Context)
         _push_failed(context, verdict.summary)
         raise RayOrchFailedRatioExceeded(verdict.message)
     return verdict.summary
-
-
-def _has_failed(manifest: Mapping[str, Any] | None) -> bool:
-    if manifest is None:
-        return False
-    sources = manifest.get("sources") or {}
-    return int(sources.get("failed", 0)) + int(sources.get("suppressed", 0)) > 0
 
 
 def _real_job_id(job_id: str | None) -> str | None:
@@ -116,13 +106,29 @@ class _RunStoreSensor(BaseSensorOperator):
         restarting or busy), retried within the budget."""
         return RayOrchHook(self.rayorch_conn_id, address=self.ray_address, answered_before=True)
 
+    @cached_property
+    def _store_hook(self) -> RayOrchHook:
+        """Opens the run store with the connection's ``run_store_options``; it names the
+        Jobs API the task uses (``ray_address``) when no connection exists."""
+        return RayOrchHook(self.rayorch_conn_id, address=self.ray_address)
+
     def _store(self) -> RunStore:
         # the connection's run_store_options (endpoint, region, keys) open the store URI
-        return RayOrchHook(self.rayorch_conn_id).run_store(self.run_store)
+        return self._store_hook.run_store(self.run_store)
+
+    @property
+    def first_job(self) -> str | None:
+        """The job the submit task started (XCom ``rayorch_job_id``), if any."""
+        return _real_job_id(self.job_id)
 
     @property
     def _job(self) -> str | None:
-        return _real_job_id(self.job_id)
+        """The run's newest job: the submitted one, or the job that resumed the run
+        after it (:mod:`..runs.resumes`)."""
+        from airflow_provider_rayorch.runs.resumes import newest_job
+
+        first = self.first_job
+        return None if first is None else newest_job(self._store(), self.run_id, first)
 
     def _job_status(self, job_id: str) -> JobStatus:
         """The job's status, transient errors retried within the one budget."""
@@ -175,13 +181,23 @@ class _RunStoreSensor(BaseSensorOperator):
             "has no manifest; see the submit task's log, then clear it."
         )
 
+    def _to_clear(self) -> str:
+        """What the error of a job that ended too early tells to clear."""
+        return "the task"
+
     def _ended_without_manifest(
         self, job_id: str, job_status: str, message: str
     ) -> RayOrchJobFailed:
         """Record how the job ended (for the UI); the error the task fails with."""
         return RayOrchJobFailed(
             record_ended_without_manifest(
-                self._store(), self.run_id, job_id, job_status, message, log=self.log
+                self._store(),
+                self.run_id,
+                job_id,
+                job_status,
+                message,
+                log=self.log,
+                clear=self._to_clear(),
             )
         )
 
@@ -217,73 +233,39 @@ class RayOrchMicrobatchSensor(MicrobatchLineage, _RunStoreSensor):
     def _repair_if_cleared(self, context: Context) -> dict[str, Any] | None:
         """On a repair try with a committed failed microbatch: repair it, return the new
         manifest (None: not a repair try, or nothing to repair)."""
-        from airflow_provider_rayorch.sensors._repair import MicrobatchRepair
+        from airflow_provider_rayorch.sensors._repair import repair_if_cleared
 
-        ti = context["ti"]
-        if not should_repair(RepairMode(self.repair), ti, self.retries):
-            return None
-        store = self._store()
-        if not _has_failed(store.read_manifest(self.run_id, self.index)):
-            return None
-        owner = (
-            f"{ti.dag_id}/{ti.run_id}/{ti.task_id}[{getattr(ti, 'map_index', -1)}]"
-            f" try {ti.try_number}"
-        )
-        repair = MicrobatchRepair(
-            hook=self.hook,
-            store=store,
-            run_id=self.run_id,
-            index=self.index,
-            owner=owner,
-            interval=float(self.poke_interval),
-            log=self.log,
-            deadline_s=float(self.timeout),
-            ti=ti,
-        )
-        self.log.info(
-            "Try %s follows a manual clear (repair=%r): repairing the failed and suppressed "
-            "sources of microbatch %d; PRESENT outputs are kept",
-            ti.try_number,
-            self.repair,
-            self.index,
-        )
-        repair.wait_for_job(self._job)
-        try:
-            repair.acquire()
-            manifest = store.read_manifest(self.run_id, self.index)  # again, under the lease
-            if not _has_failed(manifest):
-                return manifest
-            assert manifest is not None
-            attempt = int(manifest.get("attempt") or 1) + 1
-            try:
-                return repair.run(attempt, int(ti.try_number))
-            except Exception:
-                _push_failed(context, manifest)  # the XCom still shows the committed state
-                raise
-        finally:
-            repair.release()
+        return repair_if_cleared(self, context)
 
     @property
     def index(self) -> int:
         return int(self.microbatch["index"])
 
+    def _resume_if_ended(self, context: Context) -> str | None:
+        """The run's job to watch; on a try that may resume (:func:`may_resume`), a new
+        job for the microbatches not committed yet when the newest one has ended."""
+        from airflow_provider_rayorch.sensors._resume import resume_if_ended
+
+        return resume_if_ended(self, context)
+
     def execute(self, context: Context) -> Any:
         repaired = self._repair_if_cleared(context)
         if repaired is not None:
-            return judge(repaired, self.max_failed_ratio, context)
-        if not self.deferrable:
-            return super().execute(context)
+            return self._judge(repaired, context)
         manifest = self._store().read_manifest(self.run_id, self.index)
         if manifest is not None:
-            return judge(manifest, self.max_failed_ratio, context)
+            return self._judge(manifest, context)
         if self._job is None and self.job_id is not None:
             raise self._not_submitted()
+        job_id = self._resume_if_ended(context)
+        if not self.deferrable:
+            return super().execute(context)
         self.defer(
             trigger=RayOrchMicrobatchTrigger(
                 run_id=self.run_id,
                 run_store=self.run_store,
                 index=self.index,
-                job_id=self._job,
+                job_id=job_id,
                 rayorch_conn_id=self.rayorch_conn_id,
                 address=self.ray_address,
                 poll_interval=self.poke_interval,
@@ -302,12 +284,11 @@ class RayOrchMicrobatchSensor(MicrobatchLineage, _RunStoreSensor):
             return PokeReturnValue(is_done=False)
         if seen.manifest is None:
             raise RayOrchJobFailed(
-                f"Ray job {self._job} ended {seen.status} before microbatch {self.index} "
-                f"of run {self.run_id} committed"
+                ended_before_commit(
+                    self._job, seen.status, self.index, self.run_id, self._why_ended()
+                )
             )
-        return PokeReturnValue(
-            is_done=True, xcom_value=judge(seen.manifest, self.max_failed_ratio, context)
-        )
+        return PokeReturnValue(is_done=True, xcom_value=self._judge(seen.manifest, context))
 
     def execute_complete(
         self, context: Context, event: Mapping[str, Any] | str | None = None
@@ -322,7 +303,7 @@ class RayOrchMicrobatchSensor(MicrobatchLineage, _RunStoreSensor):
             raise RayOrchJobFailed(str(event.get("message")))
         if int(event.get("index", -1)) != self.index:
             raise RayOrchJobFailed(f"event for microbatch {event.get('index')}, not {self.index}")
-        return judge(event["summary"], self.max_failed_ratio, context)
+        return self._judge(event["summary"], context)
 
     def _judge_after_end(self, context: Context, ended: str) -> Any:
         """``dag.test()`` resumes a task its trigger ended, with the end state alone
@@ -333,7 +314,19 @@ class RayOrchMicrobatchSensor(MicrobatchLineage, _RunStoreSensor):
                 f"microbatch {self.index} of run {self.run_id} did not commit: its trigger "
                 f"ended the task {ended} (its log above says why)"
             )
-        return judge(manifest, self.max_failed_ratio, context)
+        return self._judge(manifest, context)
+
+    def _judge(self, summary: Mapping[str, Any], context: Context) -> dict[str, Any]:
+        """Log what the microbatch did (counts, each failure's cause), then judge it."""
+        log_microbatch(self.log, summary, self.run_id)
+        return judge(summary, self.max_failed_ratio, context)
+
+    def _why_ended(self) -> str:
+        """Why the run's job ended before this microbatch committed, in the driver's
+        words, and where its log is kept; logs the driver's last lines."""
+        end = job_end(self.hook, self._store(), self.run_id, str(self._job))
+        end.log_tail(self.log)
+        return end.why
 
 
 class RayOrchRunSensor(RunLineage, _RunStoreSensor):
@@ -348,6 +341,9 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
         (``RayOrchOperator``'s event, :mod:`._assets`). Airflow 3.3 records no asset
         event for a task its trigger ends, so with an alias the sensor ends on a worker
         (``end_from_trigger=False``; ``True`` is refused), waiting there by default.
+    :param submit_task_id: the task that submitted the run (``rayorch_microbatch_group``
+        sets its ``submit``): a run whose newest job ended too early fails naming it, since
+        clearing it with Downstream resumes the run.
     """
 
     template_fields: Sequence[str] = ("run_id", "run_store", "job_id", "ray_address")
@@ -357,6 +353,7 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
         *,
         outputs_asset_alias: str | None = None,
         end_from_trigger: bool | None = None,
+        submit_task_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(
@@ -364,6 +361,14 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
             **with_alias_outlet(kwargs, outputs_asset_alias),
         )
         self.outputs_asset_alias = outputs_asset_alias
+        self.submit_task_id = submit_task_id
+
+    def _to_clear(self) -> str:
+        task = f"task {self.submit_task_id}" if self.submit_task_id else "the run's submit task"
+        return (
+            f"{task} with Downstream: its next try submits a job that resumes the run "
+            "(committed microbatches are kept)"
+        )
 
     def _finish(self, summary: Mapping[str, Any], context: Context) -> dict[str, Any]:
         """Judge the run; when it passes, attach the outputs Asset event to the alias."""
@@ -411,7 +416,7 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
             raise RayOrchJobFailed(
                 f"Ray job {job_id} ended {status} after writing the run manifest of run "
                 f"{self.run_id}: {self._job_message(job_id)}. See the job's driver log (the "
-                "task's Ray job link), fix the cause, then clear the task"
+                f"task's Ray job link), fix the cause, then clear {self._to_clear()}"
             )
         return seen.ended
 

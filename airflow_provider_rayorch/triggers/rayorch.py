@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_provider_rayorch.common.job_end import ajob_end
 from airflow_provider_rayorch.common.job_watch import JobObservation, JobWatch
 from airflow_provider_rayorch.common.liveness import record_ended_without_manifest, record_stopped
 from airflow_provider_rayorch.common.log_relay import (
@@ -29,7 +30,9 @@ from airflow_provider_rayorch.common.log_relay import (
     LineRelay,
     astream_job_logs,
 )
+from airflow_provider_rayorch.common.microbatch_story import log_microbatch
 from airflow_provider_rayorch.common.polling import COMMIT_LOOK_S, END_POLL_S, RETRY_BUDGET
+from airflow_provider_rayorch.common.repair import ended_before_commit
 from airflow_provider_rayorch.common.states import JobStatus, with_job_status
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
@@ -326,6 +329,7 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
     async def _committed(self, manifest: dict[str, Any]) -> TriggerEvent:
         if not self.end_from_trigger:
             return TriggerEvent({"status": "committed", "index": self.index, "summary": manifest})
+        log_microbatch(self.log, manifest, self.run_id)  # the task ends here: say what it did
         return await judged_end(
             self.task_instance,
             manifest,
@@ -338,6 +342,13 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
         if not self.end_from_trigger:
             return TriggerEvent({"status": "error", "index": self.index, "message": message})
         return failed_end(message, log=self.log)
+
+    async def _why_ended(self, hook: RayOrchHook, store: Any) -> str:
+        """Why the job ended before the commit, in the driver's words, and where its log
+        is kept; logs the driver's last lines."""
+        end = await ajob_end(hook, store, self.run_id, str(self.job_id))
+        end.log_tail(self.log)
+        return end.why
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         hook = RayOrchHook(self.rayorch_conn_id, address=self.address, answered_before=True)
@@ -364,8 +375,13 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
                         yield await self._committed(obs.manifest)
                     else:
                         yield self._not_committed(
-                            f"Ray job {self.job_id} ended {obs.status} before microbatch "
-                            f"{self.index} of run {self.run_id} committed"
+                            ended_before_commit(
+                                self.job_id,
+                                obs.status,
+                                self.index,
+                                self.run_id,
+                                await self._why_ended(hook, store),
+                            )
                         )
                     return
                 manifest = await _sleep_watching(watch, self.poll_interval)

@@ -5,16 +5,22 @@
 sources in 2 microbatches on a loopback head. A marker makes the first attempt fail;
 the test removes it and clears the red microbatch with its downstream through the
 REST API: setup and teardown come along, so the repair runs on a new head.
+
+``rayorch_resume`` runs the same pipeline over 16 sources in 8 microbatches with
+automatic retries; the resume test SIGKILLs the run's driver process once two
+microbatches committed, and the retries resume the run with one new job.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from e2e_helpers import ROOT
-from e2e_runs import failure_digest
+from e2e_runs import failure_digest, start_runs
 from ui_shots import (  # noqa: F401 (a fixture)
     Shots,
     assert_surfaces_say,
@@ -23,7 +29,7 @@ from ui_shots import (  # noqa: F401 (a fixture)
     shots_fixture,
 )
 
-from airflow_provider_rayorch.runs.store import read_summary_outputs
+from airflow_provider_rayorch.runs.store import RunStore, read_summary_outputs
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -199,3 +205,80 @@ def test_a_repair_may_change_batch_sizes_but_not_the_udf(
     run = rest.xcom(DAG_ID, run_id, "docs.run", key="rayorch_summary")
     assert run["sources"]["present"] == 5  # microbatch 1 is still red
     assert {r["index"]: r["status"] for r in run["repairs"]} == {0: "committed", 1: "refused"}
+
+
+RESUME_DAG = "rayorch_resume"
+RESUME_SOURCES = 16  # 8 microbatches of 2
+
+
+def _driver_pids(run_id: str) -> list[int]:
+    """The Python processes running the driver of RayOrch run ``run_id``
+    (``python -m airflow_provider_rayorch.job ... --run-id <run_id>``)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                argv = [a.decode(errors="replace") for a in fh.read().split(b"\0") if a]
+        except OSError:
+            continue
+        if (
+            argv
+            and os.path.basename(argv[0]).startswith("python")
+            and "airflow_provider_rayorch.job" in argv
+            and run_id in argv
+        ):
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.timeout(1200)  # includes starting the deployment
+def test_a_driver_killed_mid_run_is_resumed_by_the_automatic_retries(
+    airflow_rest: AirflowRest, airflow_deployment: Deployment
+) -> None:
+    rest = airflow_rest
+    held = [f"hold-{s}" for s in range(4, RESUME_SOURCES)]  # microbatches 2.. wait
+    state = _state_dir(airflow_deployment.root, "resume-killed", *held)
+    run_id = start_runs(rest, {RESUME_DAG: {"conf": {"state_dir": str(state)}}})[RESUME_DAG]
+
+    def submitted() -> tuple[str, str] | None:
+        if rest.run(RESUME_DAG, run_id)["state"] in ("success", "failed"):
+            raise AssertionError(failure_digest(rest, RESUME_DAG, run_id))
+        ti = rest.task_instances(RESUME_DAG, run_id)[("docs.submit", -1)]
+        if ti["state"] != "success":
+            return None
+        pull = {"dag_id": RESUME_DAG, "run_id": run_id, "task_id": "docs.submit"}
+        return rest.xcom(**pull, key="rayorch_run_store"), rest.xcom(**pull, key="rayorch_run_id")
+
+    store_uri, rid = rest.wait(submitted, 300, "the submit task to submit the run's job")
+    store = RunStore(store_uri)
+
+    def two_committed() -> list[int] | None:
+        if rest.run(RESUME_DAG, run_id)["state"] in ("success", "failed"):
+            raise AssertionError(failure_digest(rest, RESUME_DAG, run_id))
+        return _driver_pids(rid) if len(store.committed(rid)) >= 2 else None
+
+    pids = rest.wait(two_committed, 300, "two committed microbatches and the driver")
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    assert store.committed(rid) == frozenset({0, 1})  # microbatch 2 is held
+    for marker in held:
+        (state / marker).unlink()
+
+    run = rest.wait_for_run(RESUME_DAG, run_id, 600)
+    assert run["state"] == "success", failure_digest(rest, RESUME_DAG, run_id)
+    rows = store.read_outputs(rid)
+    assert [int(r["source"]) for r in rows] == list(range(RESUME_SOURCES))  # each once
+    assert {r["outcome"] for r in rows} == {"present"}, rows
+    assert [r["value"] for r in rows] == [[i * 20, i * 20 + 2] for i in range(RESUME_SOURCES)]
+    # every page ran once: the committed microbatches were not computed again
+    assert _calls(state) == sorted(2 * list(range(RESUME_SOURCES)))
+    # one new job resumed the run, whichever task noticed first
+    assert len(store.record_names((rid, "resumes"))) == 1
+    summary = rest.xcom(RESUME_DAG, run_id, "docs.run")
+    assert summary["state"] == "success"
+    assert summary["sources"]["present"] == RESUME_SOURCES
+    tis = rest.task_instances(RESUME_DAG, run_id)
+    assert {tis[(MB, i)]["state"] for i in range(8)} == {"success"}
+    assert [tis[(MB, i)]["try_number"] for i in (0, 1)] == [1, 1]  # committed before the kill

@@ -4,17 +4,32 @@ Each source ``n`` (an int) splits into two pages ``n*10``, ``n*10+1``; the page
 stage appends ``<source>`` to ``<state_dir>/calls.log`` for every row it sees and
 returns ``RecordFailure`` while ``<state_dir>/fail-<source>`` exists (the source
 ends SUPPRESSED); the doc stage FAILS a source while ``fail-root-<source>``
-exists. ``<state_dir>/config.json`` (if present) sets the page stage's
-``batch_size`` and UDF import path, so a test can change the code between attempts.
+exists. The page stage holds a batch while ``hold-<source>`` exists for one of its
+sources (at most ``HOLD_S``), so a test can kill the job while a microbatch runs.
+``<state_dir>/config.json`` (if present) sets the page stage's ``batch_size`` and
+UDF import path, so a test can change the code between attempts.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any
 
 import airflow_provider_rayorch.rayorch as ro
+
+#: Longest hold of a batch (``hold-<source>`` markers), so a forgotten marker cannot hang.
+HOLD_S = 600.0
+
+
+def _hold(state_dir: str, sources: set[int]) -> None:
+    deadline = time.monotonic() + HOLD_S
+    markers = [os.path.join(state_dir, f"hold-{s}") for s in sorted(sources)]
+    while any(os.path.exists(m) for m in markers):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"held longer than {HOLD_S:g} s by {markers}")
+        time.sleep(0.2)
 
 
 def _log(state_dir: str, sources: list[int]) -> None:
@@ -40,6 +55,7 @@ class Pages:
         self.state_dir = state_dir
 
     def run(self, pages: list[int]) -> list[Any]:
+        _hold(self.state_dir, {p // 10 for p in pages})
         _log(self.state_dir, [p // 10 for p in pages])
         return [
             ro.RecordFailure("flaky service")
