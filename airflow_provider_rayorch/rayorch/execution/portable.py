@@ -16,7 +16,6 @@ left out of band), once per batch, and one by one only when that fails.
 
 from __future__ import annotations
 
-import inspect
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -118,14 +117,27 @@ def unsendable_rows(rows: list[Any], call: str) -> list[Any]:
 
 def _row_cause(call: str, value: Any, error: str) -> str:
     kind = type(value).__name__
-    lazy = inspect.isgenerator(value) or "'generator'" in error or "iterator" in error
+    inner = _culprit(value)
+    what = f"{kind!r}" if inner is None else f"{kind!r} holding a {inner!r}"
+    lazy = "generator" in (kind, inner) or "'generator'" in error
     fix = f"return {_PLAIN_DATA} instead"
     if lazy:
-        fix += f" of a {kind} (list(...) turns a generator into a list)"
+        fix += " of a generator (list(...) turns a generator into a list)"
     return (
-        f"{call}.run() returned a value of type {kind!r} that cannot be serialized by Ray "
+        f"{call}.run() returned a value of type {what} that cannot be serialized by Ray "
         f"({error}): {fix}"
     )
+
+
+def _culprit(value: Any) -> str | None:
+    """The type name of the first item of a list, tuple or dict ``value`` that Ray
+    cannot pickle (one level down), or None."""
+    kind = type(value)
+    items = value.values() if kind is dict else value if kind in (list, tuple) else ()
+    for item in items:
+        if pickle_error(item) is not None:
+            return type(item).__name__
+    return None
 
 
 # -- modules, at compile time ------------------------------------------------------
