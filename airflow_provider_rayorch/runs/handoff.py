@@ -27,7 +27,6 @@ __all__ = ["DepositMissing", "deposit_name", "key_of", "take"]
 #: Entry names: ``_rayorch_run_store_options_<hash of the submission id>``.
 _PREFIX = "_rayorch_run_store_options_"
 _SCHEME = "gcs://"
-_TIMEOUT_S = 30
 
 
 class DepositMissing(StoreError):
@@ -47,25 +46,30 @@ def key_of(name: str) -> str:
 
 
 def take(key: str, gcs_address: str) -> bytes:
-    """Read the entry ``key`` from the GCS at ``gcs_address`` and delete it.
+    """Read the entry ``key`` from the cluster at ``gcs_address`` and delete it.
 
-    Raises :class:`DepositMissing` when it is gone: a driver takes its entry once,
-    so a job's driver started a second time (by hand) must be submitted anew."""
+    Connects this process to the cluster first (``ray.init(address=...)``, as the
+    engine would: it then runs on that connection). Ray's key-value calls live in
+    ``ray.experimental.internal_kv``, the one Ray module that reads what the package
+    route stored; the integration test on a real head checks them at each Ray version.
+    Raises :class:`DepositMissing` when the entry is gone: a driver takes its entry
+    once, so a job's driver started a second time (by hand) must be submitted anew."""
     if not key.startswith(_SCHEME + _PREFIX):
         raise DepositMissing(
             f"{key!r} is not a run store options entry ({_SCHEME}{_PREFIX}...): the job's "
             "environment was changed; submit the run's job again from Airflow"
         )
-    from ray._raylet import GcsClient  # type: ignore[attr-defined]  # untyped in the stub
+    import ray
+    from ray.experimental import internal_kv
 
-    client = GcsClient(address=gcs_address)
-    raw = key.encode()
-    value = client.internal_kv_get(raw, None, timeout=_TIMEOUT_S)
+    if not ray.is_initialized():
+        ray.init(address=gcs_address)
+    value = internal_kv._internal_kv_get(key)
     if value is None:
         raise DepositMissing(
             f"the run store options entry {key} is not in the cluster's key-value store: "
             "a job's driver takes it once, at its start. Submit the run's job again from "
             "Airflow (clear the task) instead of restarting its driver by hand"
         )
-    client.internal_kv_del(raw, False, None, timeout=_TIMEOUT_S)
+    internal_kv._internal_kv_del(key)
     return bytes(value)

@@ -25,28 +25,35 @@ OPTIONS = {"region": "us-east-1", "secret_key": "s3-secret-value"}
 KEY = handoff.key_of(handoff.deposit_name("sid"))
 
 
-class FakeGcs:
-    """The GCS key-value calls ``take`` makes, on a dict."""
+class FakeKv:
+    """The cluster connection and key-value calls ``take`` makes, on a dict."""
 
-    entries: dict[bytes, bytes] = {}
-    addresses: list[str] = []
+    def __init__(self) -> None:
+        self.entries: dict[str, bytes] = {}
+        self.inits: list[str] = []
 
-    def __init__(self, address: str) -> None:
-        self.addresses.append(address)
+    def init(self, address: str) -> None:
+        self.inits.append(address)
 
-    def internal_kv_get(self, key: bytes, namespace: object, timeout: float) -> bytes | None:
+    def get(self, key: str) -> bytes | None:
+        assert self.inits, "read before connecting"
         return self.entries.get(key)
 
-    def internal_kv_del(self, key: bytes, by_prefix: bool, namespace: object, timeout: float):
+    def delete(self, key: str) -> int:
         return int(self.entries.pop(key, None) is not None)
 
 
 @pytest.fixture
-def gcs(monkeypatch: pytest.MonkeyPatch) -> type[FakeGcs]:
-    monkeypatch.setattr("ray._raylet.GcsClient", FakeGcs)
-    monkeypatch.setattr(FakeGcs, "entries", {})
-    monkeypatch.setattr(FakeGcs, "addresses", [])
-    return FakeGcs
+def gcs(monkeypatch: pytest.MonkeyPatch) -> FakeKv:
+    import ray
+    from ray.experimental import internal_kv
+
+    kv = FakeKv()
+    monkeypatch.setattr(ray, "is_initialized", lambda: bool(kv.inits))
+    monkeypatch.setattr(ray, "init", lambda address: kv.init(address))
+    monkeypatch.setattr(internal_kv, "_internal_kv_get", kv.get)
+    monkeypatch.setattr(internal_kv, "_internal_kv_del", kv.delete)
+    return kv
 
 
 def test_an_embedded_driver_reads_its_options_and_drops_the_variable(monkeypatch) -> None:
@@ -56,11 +63,11 @@ def test_an_embedded_driver_reads_its_options_and_drops_the_variable(monkeypatch
 
 
 def test_a_job_driver_takes_its_options_from_the_key_value_store(monkeypatch, gcs) -> None:
-    gcs.entries[KEY.encode()] = json.dumps(OPTIONS).encode()
+    gcs.entries[KEY] = json.dumps(OPTIONS).encode()
     monkeypatch.setenv(RUN_STORE_OPTIONS_KEY_ENV, KEY)
     monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
     assert run_store_options_from_env() == OPTIONS
-    assert gcs.addresses == ["10.0.0.1:6379"]
+    assert gcs.inits == ["10.0.0.1:6379"]  # connected once: the engine reuses it
     assert gcs.entries == {}  # taken: read once, then deleted
     assert RUN_STORE_OPTIONS_KEY_ENV not in os.environ
 
@@ -75,7 +82,7 @@ def test_a_key_that_is_not_an_options_entry_is_refused_unread(gcs) -> None:
     env = {RUN_STORE_OPTIONS_KEY_ENV: "gcs://_ray_pkg_abc.zip", "RAY_ADDRESS": "h:1"}
     with pytest.raises(handoff.DepositMissing, match="not a run store options entry"):
         run_store_options_from_env(env)
-    assert gcs.addresses == []
+    assert gcs.inits == []
 
 
 def test_a_key_without_a_cluster_address_names_both_variables(monkeypatch) -> None:
@@ -85,7 +92,7 @@ def test_a_key_without_a_cluster_address_names_both_variables(monkeypatch) -> No
 
 
 def test_an_entry_that_is_not_json_names_the_entry_not_its_value(gcs) -> None:
-    gcs.entries[KEY.encode()] = b"secret_key=s3-secret-value"
+    gcs.entries[KEY] = b"secret_key=s3-secret-value"
     env = {RUN_STORE_OPTIONS_KEY_ENV: KEY, "RAY_ADDRESS": "h:1"}
     with pytest.raises(ValueError, match="entry") as info:
         run_store_options_from_env(env)
