@@ -57,6 +57,7 @@ def test_a_constructor_exception_still_fails_fast() -> None:
     with pytest.raises(ro.ExecutionError, match="model weights not found") as info:
         ro.run(OneModule(RaiseOnInit, replicas=2), [1], backend="ray")
     assert "'model'" in str(info.value)
+    assert "\x1b" not in str(info.value)  # Ray's colours removed
 
 
 @pytest.mark.timeout(90)

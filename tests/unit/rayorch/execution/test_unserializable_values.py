@@ -157,3 +157,12 @@ def test_an_unserializable_value_in_one_output_fails_the_row_on_every_output() -
         assert issue.outcome is FL
         assert "of type 'tuple' holding a 'generator'" in issue.cause
         assert "list(...)" in issue.cause
+
+
+def test_an_exception_text_with_ansi_colours_becomes_a_plain_cause() -> None:
+    class Coloured:
+        def run(self, xs: list[Any]) -> list[Any]:
+            raise RuntimeError("\x1b[36mray::Model.run()\x1b[39m (pid=1)\n\x1b[31mboom\x1b[0m")
+
+    outcome = run_batch(Coloured(), "coloured", [[1]], {}, 1)
+    assert outcome.error == "RuntimeError: ray::Model.run() (pid=1)\nboom"
