@@ -53,7 +53,10 @@ def _local(uri: str) -> str:
 
 def run_paths(summary: dict[str, Any], conn_id: str | None = None) -> dict[str, str]:
     """Where one run's folder, output Parquet files and HTML report are."""
-    store, run_id = _store_of(summary, conn_id), str(summary["run_id"])
+    return _paths(_store_of(summary, conn_id), str(summary["run_id"]))
+
+
+def _paths(store: RunStore, run_id: str) -> dict[str, str]:
     return {
         "run_dir": _local(store.run_uri(run_id)),
         "outputs": _local(store.outputs_uri(run_id)),
@@ -95,8 +98,8 @@ def publish_documents(summary: dict[str, Any], conn_id: str | None = None) -> di
     skipped blank pages, recognized text, per page too, and markdown file) and the
     failures with the file each one names.
     """
-    paths = run_paths(summary, conn_id)
     store, run_id = _store_of(summary, conn_id), str(summary["run_id"])
+    paths = _paths(store, run_id)
     names = _source_names(store, summary)
     markdown_dir = join_uri(store.run_uri(run_id), "markdown")
     documents = []
@@ -147,7 +150,7 @@ def clip_records(summary: dict[str, Any], conn_id: str | None = None) -> dict[st
                 }
             )
     return {
-        **run_paths(summary, conn_id),
+        **_paths(store, str(summary["run_id"])),
         "sources": dict(summary["sources"]),
         "clips": clips,
         "failures": _failures(summary, names),
