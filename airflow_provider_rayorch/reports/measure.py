@@ -26,10 +26,23 @@ def _call(c: Mapping[str, Any]) -> CallMetrics:
     return CallMetrics(name=str(c.get("name")), replicas=int(c.get("replicas") or 1), **figures)
 
 
+def _lost(timeline: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [r for r in timeline if r.get("event") == "report" and r.get("outcome") == "lost"]
+
+
 def _lost_actors(timeline: Sequence[Mapping[str, Any]]) -> list[str]:
     """Each actor whose batch ended ``lost`` (it died with the batch), once, in order."""
-    lost = (r for r in timeline if r.get("event") == "report" and r.get("outcome") == "lost")
-    return list(dict.fromkeys(f"{r['call']} \u00b7 {r['worker']}" for r in lost))
+    return list(dict.fromkeys(f"{r['call']} \u00b7 {r['worker']}" for r in _lost(timeline)))
+
+
+def _lost_nodes(timeline: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``"<node>: <actor>, <actor>"`` for each node that lost actors with a batch in
+    flight, in order (losses whose node the engine did not know are left out)."""
+    by_node: dict[str, dict[str, None]] = {}
+    for r in _lost(timeline):
+        if r.get("node"):
+            by_node.setdefault(str(r["node"]), {})[f"{r['call']} \u00b7 {r['worker']}"] = None
+    return [f"{node}: {', '.join(actors)}" for node, actors in by_node.items()]
 
 
 def measure(
@@ -69,5 +82,6 @@ def measure(
             "queue": plots.queue_depth(timeline, span),
             "batch_sizes": plots.batch_size_plots(calls, timeline),
             "lost_actors": _lost_actors(timeline),
+            "lost_nodes": _lost_nodes(timeline),
         }
     )

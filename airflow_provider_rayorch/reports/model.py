@@ -137,6 +137,9 @@ class ReportData(_Record):
     #: Actors (``call \u00b7 worker``) lost with a batch in flight (their process or
     #: node died); the engine ran those batches again on replacements.
     lost_actors: list[str] = Field(default_factory=list)
+    #: Nodes those actors ran on, each ``"<node id> at <address>: <actor>, ..."``: a
+    #: node that died lost every actor on it.
+    lost_nodes: list[str] = Field(default_factory=list)
 
     def to_json(self) -> str:
         return self.model_dump_json()

@@ -106,6 +106,7 @@ class ReportPage:
     queue: Plot | None = None
     batch_sizes: list[Plot] = field(default_factory=list)
     lost_actors: list[str] = field(default_factory=list)
+    lost_nodes: list[str] = field(default_factory=list)
     focus: int | None = None
     form: SourceForm | None = None
     #: The run's driver logs: ``{"name", "href", "uri"}``; ``href`` is relative to the
@@ -264,6 +265,7 @@ def report_page(
         page.timeline, page.queue, page.batch_sizes = data.timeline, data.queue, data.batch_sizes
         page.timeline_legend = plots.legend({"in flight": plots.IN_FLIGHT, **plots.REPORT_COLORS})
         page.lost_actors = data.lost_actors
+        page.lost_nodes = data.lost_nodes
         if data.calls:
             page.call_head, page.call_rows = _calls(data, span)
     return page

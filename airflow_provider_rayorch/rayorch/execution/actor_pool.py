@@ -82,6 +82,9 @@ class ActorPools:
         self.module_of: dict[str, int] = {}
         #: Actors that are up, in the order they came up (each run's core gets them).
         self.up: list[str] = []
+        #: key -> id of the node its actor runs on (told by its ``ready()``).
+        self.node_of: dict[str, str] = {}
+        self._addresses: dict[str, str] = {}
         #: ``ready()`` reference -> key of an actor that is starting.
         self.starting: dict[Any, str] = {}
         self._clocks: dict[str, StartClock] = {}
@@ -177,7 +180,7 @@ class ActorPools:
                 continue
             self._clocks.pop(key, None)
             try:
-                ray.get(ref)
+                answer = ray.get(ref)
             except RayActorError as exc:
                 running = self._slot_up_beside(key)
                 if running is not None:
@@ -197,12 +200,31 @@ class ActorPools:
                     self._start_failed(key, "died while starting", death_message(exc))
             else:
                 self.up.append(key)
+                if isinstance(answer, tuple) and len(answer) > 1:  # (pid, node id)
+                    self.node_of[key] = str(answer[1])
                 self.budget.came_up(self.module_of[key])
                 answers.up.append(key)
                 for k in self.members.get(self.process_of.get(key, ""), ()):
                     self._clocks.pop(k, None)  # every slot's constructor has run
         self.start_more()
         return answers
+
+    def node_label(self, key: str) -> str | None:
+        """``"<node id> at <address>"`` of the node actor ``key`` ran on (the id alone
+        when Ray no longer lists it), None when unknown. Ray's node table keeps dead
+        nodes; it is read once per node not seen before."""
+        node = self.node_of.get(key)
+        if node is None:
+            return None
+        if node not in self._addresses:
+            try:
+                nodes = ray.nodes()
+            except Exception as exc:  # a label without the address
+                log.debug("node table unreadable: %s", exc)
+                nodes = []
+            self._addresses.update({str(n["NodeID"]): str(n["NodeManagerAddress"]) for n in nodes})
+        address = self._addresses.get(node)
+        return f"{node} at {address}" if address else node
 
     def _slot_up_beside(self, key: str) -> str | None:
         """A slot that is up in the shared process of starting slot ``key``."""

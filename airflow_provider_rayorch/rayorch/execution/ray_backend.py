@@ -353,7 +353,8 @@ class RayBackend:
         """A worker died: tell the core, forget its batches, start a replacement."""
         if not self._forget(worker, inflight):
             return []
-        return core.handle(WorkerLost(worker, f"actor {worker} died: {reason}"))
+        node = self.pools.node_label(worker)
+        return core.handle(WorkerLost(worker, f"actor {worker} died: {reason}", node=node))
 
     def _forget(self, worker: str, inflight: dict[Any, _InFlight]) -> bool:
         """Forget a dead worker (with a shared process, all its slots) and what was

@@ -131,6 +131,8 @@ def timeline_records(records: list[tuple[Any, ...]], started: float) -> list[dic
             entry.update(size=record[5], queued=record[6])
         else:
             entry.update(busy_s=round(record[5], 6), outcome=record[6])
+            if len(record) > 7:  # a lost batch's node
+                entry["node"] = record[7]
         out.append(entry)
     return out
 

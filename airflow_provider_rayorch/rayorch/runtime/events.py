@@ -49,12 +49,14 @@ class WorkerLost:
     With ``charge`` (the default) the batch it was running is charged an infra
     retry. ``charge=False`` when the backend killed it on purpose (a hung batch,
     already reported as ``BatchRaised``): every batch left on it runs again
-    under a new generation, uncharged.
+    under a new generation, uncharged. ``node``: where the worker ran (a label the
+    backend gives, such as a node id and address), recorded with its lost batches.
     """
 
     worker: Any
     reason: str = "worker lost"
     charge: bool = True
+    node: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

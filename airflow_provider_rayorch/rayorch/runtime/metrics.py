@@ -35,7 +35,8 @@ def call_metrics(call: CallState) -> dict[str, Any]:
 
 class Timeline:
     """``("dispatch", t, call, worker, batch, size, queue depth after)`` and
-    ``("report", t, call, worker, batch, busy_s, kind)`` records, for run reports."""
+    ``("report", t, call, worker, batch, busy_s, kind)`` records, for run reports; a
+    ``lost`` report whose worker's node is known ends with that node's label."""
 
     __slots__ = ("records",)
 
@@ -57,8 +58,9 @@ class Timeline:
                 )
             )
 
-    def report(self, now: float, batch: BatchRecord, busy_s: float, kind: str) -> None:
+    def report(
+        self, now: float, batch: BatchRecord, busy_s: float, kind: str, node: str | None = None
+    ) -> None:
         if len(self.records) < TIMELINE_CAP:
-            self.records.append(
-                ("report", now, batch.call.name, batch.worker.id, batch.id, busy_s, kind)
-            )
+            record = ("report", now, batch.call.name, batch.worker.id, batch.id, busy_s, kind)
+            self.records.append(record if node is None else (*record, node))

@@ -199,12 +199,14 @@ class Scheduler:
         host = worker.host
         lost: list[tuple[BatchRecord, bool]] = []
         for w in list(host.workers) if host.shared else [worker]:
-            lost += self._forget(w, event.charge)
+            lost += self._forget(w, event.charge, event.node)
         if host.shared:
             self.hosts = {k: h for k, h in self.hosts.items() if h is not host}
         return lost
 
-    def _forget(self, worker: WorkerState, charge: bool) -> list[tuple[BatchRecord, bool]]:
+    def _forget(
+        self, worker: WorkerState, charge: bool, node: str | None = None
+    ) -> list[tuple[BatchRecord, bool]]:
         del self.workers[worker.id]
         del worker.pool.workers[worker.id]
         host = worker.host
@@ -214,7 +216,7 @@ class Scheduler:
         lost = []
         for batch_id in reversed(order):
             batch = worker.inflight[batch_id]
-            self.timeline.report(self.now, batch, 0.0, "lost")
+            self.timeline.report(self.now, batch, 0.0, "lost", node)
             del self.batches[batch_id]
             self.lost_batches.add(batch_id)
             lost.append((batch, batch_id == charged))

@@ -53,3 +53,23 @@ def test_no_lost_actors_note_without_losses(run_store) -> None:
     write_run_report(run_store, RUN, timeline, calls, microbatches=timings)
     html = (run_store.fs.open_input_stream(f"{run_store.root}/{RUN}/report.html").read()).decode()
     assert "lost-actors" not in parse(html).ids
+
+
+def test_the_page_names_the_node_the_lost_actors_ran_on(run_store) -> None:
+    """A node that dies loses every actor on it: the report names that node."""
+    node = "5f3c0a9e1b2d4c6e8f7a9b0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a at 10.0.0.7"
+    timeline, calls, timings = make_timeline()
+    for call, worker, batch, t in (("ocr", "w2", 7, 3.0), ("asm", "w3", 8, 3.1)):
+        records = _lost(call, worker, batch, t)
+        records[1]["node"] = node
+        timeline += records
+    timeline += _lost("ocr", "w4", 9, 3.5)  # its node unknown (a killed actor)
+    write_run_report(run_store, RUN, timeline, calls, microbatches=timings)
+    stored = read_report_data(run_store, RUN)
+    assert stored is not None
+    assert stored.lost_nodes == [f"{node}: ocr \u00b7 w2, asm \u00b7 w3"]
+    html = (run_store.fs.open_input_stream(f"{run_store.root}/{RUN}/report.html").read()).decode()
+    assert "lost-nodes" in parse(html).ids
+    note = html.split('id="lost-nodes"')[1].split("</p>")[0]
+    assert node in note
+    assert "ocr \u00b7 w2, asm \u00b7 w3" in note
