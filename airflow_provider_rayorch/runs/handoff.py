@@ -12,7 +12,7 @@ it starts any worker.
 
 Nothing in Ray reads or logs the entry: no ``runtime_env`` names it as a package.
 An entry whose driver never starts (the job stopped while pending) stays in the
-GCS's memory until the head restarts; only processes that authenticate to the
+GCS until the cluster is torn down; only processes that authenticate to the
 cluster can read the GCS.
 """
 
