@@ -819,17 +819,14 @@ def test_engine_equals_oracle(
     check_run(spec, columns, schedule, core_invariants)
 
 
-@settings(SETTINGS, derandomize=True)
+@SETTINGS
 @given(data=st.data(), sources=sources_st, schedule=schedule_st)
 def test_engine_equals_oracle_with_group_failures(
     data: st.DataObject, sources: list[int], schedule: Schedule, core_invariants: list
 ) -> None:
-    """The same, with GroupFailure rows: parents of a GroupFailure are SUPPRESSED.
-
-    Derandomized even outside CI: the late-sibling suppression bug (see
-    execution/test_local.py::test_group_failure_suppresses_siblings_ready_later)
-    is reachable here but rare; that scenario test pins it down.
-    """
+    """The same, with GroupFailure rows: parents of a GroupFailure are SUPPRESSED (the
+    late-sibling case also has a scenario of its own:
+    execution/test_local.py::test_group_failure_suppresses_siblings_ready_later)."""
     spec = Builder(data, group_failures=True).build()
     note(spec.describe())
     columns = [sources, [crc("extra", s) % 5 for s in sources]]
