@@ -24,22 +24,27 @@ only the last try's (a clear re-runs the setup while an earlier head may still b
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
 from airflow_provider_rayorch.common import local_heads
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
+from airflow_provider_rayorch.operators._head_groups import (
+    is_that_head,
+    stop_local_head,
+    stop_orphans,
+    stop_recorded_heads,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -53,6 +58,19 @@ __all__ = [
     "stop_local_head",
     "stop_recorded_heads",
 ]
+
+
+@dataclass
+class _Starting:
+    """A head this process is starting: its info once its process group exists, and
+    whether the task was killed meanwhile."""
+
+    head: dict[str, Any] | None = None
+    killed: bool = False
+
+
+#: The heads this process is starting (an ``on_kill`` may interrupt any of them).
+_STARTING: list[_Starting] = []
 
 
 def _free_port() -> int:
@@ -136,9 +154,9 @@ def start_local_head(
 
     ``token``: the head's token (default: a fresh 256-bit one); it is only ever
     written to the head's token file. The head is recorded (under the task instance
-    ``key``, see :func:`local_heads.run_key`) as soon as its process group exists;
-    SIGTERM waits until then, so a handler that stops the heads this process was
-    starting (``RayLocalHeadStartOperator.on_kill``) finds it."""
+    ``key``, see :func:`local_heads.run_key`) as soon as its process group exists.
+    Until it is up, ``RayLocalHeadStartOperator.on_kill`` (a signal handler) stops it
+    and the start fails."""
     dashboard_port, gcs_port = _free_port(), _free_port()
     client_port, agent_port = _free_port(), _free_port()
     temp_dir = tempfile.mkdtemp(prefix="rayh", dir=temp_root or "/tmp")  # mode 0700
@@ -169,7 +187,8 @@ def start_local_head(
     full_env["PATH"] = os.pathsep.join([bindir, full_env.get("PATH", "")])
     log_path = os.path.join(temp_dir, "ray-start.log")
     address = f"http://127.0.0.1:{dashboard_port}"
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    starting = _Starting()
+    _STARTING.append(starting)
     try:
         with open(log_path, "w") as log:
             proc = subprocess.Popen(
@@ -180,13 +199,28 @@ def start_local_head(
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        try:
-            local_heads.note_started(proc.pid, temp_dir=temp_dir, address=address, key=key)
-        except BaseException:
-            stop_local_head({"pgid": proc.pid, "temp_dir": temp_dir}, timeout=0)
-            raise
+        starting.head = {"pgid": proc.pid, "temp_dir": temp_dir, "address": address}
+        local_heads.note_started(proc.pid, temp_dir=temp_dir, address=address, key=key)
+        return _wait_until_up(proc, starting, address, gcs_port, agent_port, token_path, timeout)
+    except BaseException:
+        if starting.head is not None:
+            stop_local_head(starting.head, timeout=0 if starting.killed else 10.0)
+        raise
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        _STARTING.remove(starting)
+
+
+def _wait_until_up(
+    proc: subprocess.Popen[bytes],
+    starting: _Starting,
+    address: str,
+    gcs_port: int,
+    agent_port: int,
+    token_path: str,
+    timeout: float,
+) -> dict[str, Any]:
+    temp_dir = os.path.dirname(token_path)
+    log_path = os.path.join(temp_dir, "ray-start.log")
     info: dict[str, Any] = {
         "address": address,
         "gcs_address": f"127.0.0.1:{gcs_port}",
@@ -200,26 +234,26 @@ def start_local_head(
     agent_url = f"http://127.0.0.1:{agent_port}"
     deadline = time.monotonic() + timeout
     waiting_for = "its Jobs API"
-    try:
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                with open(log_path) as f:
-                    tail = f.read()[-2000:]
-                raise RayOrchClusterError(
-                    f"`ray start --head` exited with {proc.returncode} (log {log_path}):\n{tail}",
-                    transient=False,
-                )
-            if _dashboard_up(info["address"], token):
-                waiting_for = f"its job agent ({agent_url}/api/healthz)"
-                if _agent_up(agent_url, token):
-                    local_heads.register(info["address"], token_path, proc.pid)
-                    local_heads.note_up(proc.pid)
-                    return info
-            time.sleep(0.5)
-    except BaseException:
-        stop_local_head(info)
-        raise
-    stop_local_head(info)
+    while time.monotonic() < deadline:
+        if starting.killed:
+            raise RayOrchClusterError(
+                f"killed while its Ray head at {address} was starting; the head is stopped",
+                transient=False,
+            )
+        if proc.poll() is not None:
+            with open(log_path) as f:
+                tail = f.read()[-2000:]
+            raise RayOrchClusterError(
+                f"`ray start --head` exited with {proc.returncode} (log {log_path}):\n{tail}",
+                transient=False,
+            )
+        if _dashboard_up(info["address"], token):
+            waiting_for = f"its job agent ({agent_url}/api/healthz)"
+            if _agent_up(agent_url, token):
+                local_heads.register(info["address"], token_path, proc.pid)
+                local_heads.note_up(proc.pid)
+                return info
+        time.sleep(0.5)
     raise RayOrchClusterError(
         f"the Ray head at {info['address']} did not get {waiting_for} up within "
         f"{timeout:g}s (log {log_path}; the head's logs are under {temp_dir}/session_latest/"
@@ -228,106 +262,18 @@ def start_local_head(
     )
 
 
-def _group_members(pgid: int) -> list[Any]:
-    import psutil
-
-    with contextlib.suppress(ChildProcessError):  # reap `ray start` if it is our child
-        os.waitpid(pgid, os.WNOHANG)
-    members = []
-    for proc in psutil.process_iter(["pid", "status"]):
-        try:
-            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
-                members.append(proc)
-        except (ProcessLookupError, PermissionError, psutil.Error):
-            continue
-    return members
-
-
-def stop_local_head(head: Mapping[str, Any], *, timeout: float = 10.0) -> None:
-    """Stop the head's own process group: SIGTERM, then SIGKILL after ``timeout``;
-    then remove its temp dir and its records."""
-    pgid = int(head["pgid"])
-    if pgid <= 1 or pgid == os.getpgrp():
-        raise ValueError(f"refusing to signal process group {pgid}")
-    if head.get("address"):
-        local_heads.unregister(str(head["address"]))
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + (timeout if sig == signal.SIGTERM else 10.0)
-        while time.monotonic() < deadline and _group_members(pgid):
-            time.sleep(0.2)
-        if not _group_members(pgid):
-            break
-    temp_dir = head.get("temp_dir")
-    if temp_dir and os.path.basename(str(temp_dir)).startswith("rayh"):
-        shutil.rmtree(str(temp_dir), ignore_errors=True)
-    local_heads.forget(pgid)
-
-
-def _still_recorded(head: local_heads.StartedHead) -> bool:
-    """The head's process group is still the one recorded: its leader alive with the
-    recorded start time or, the leader gone, members none older than it (a group's
-    number is not reused while it has members)."""
-    members = _group_members(head.pgid)
-    if not members:
-        return False
-    if head.start is None:
-        return True
-    leader = local_heads.process_start(head.pgid)
-    if leader is not None:
-        return leader == head.start
-    starts = [local_heads.process_start(p.pid) for p in members]
-    return all(s is None or s >= head.start for s in starts)
-
-
-def _is_that_head(head: Mapping[str, Any]) -> bool:
-    """``head``'s process group runs that head (a process of it names its temp dir), or
-    is gone (then stopping it only removes what it left)."""
-    members = _group_members(int(head["pgid"]))
-    temp_dir = str(head.get("temp_dir") or "")
-    if not members:
-        return True
-    for proc in members:
-        with contextlib.suppress(Exception):
-            if temp_dir and any(temp_dir in arg for arg in proc.cmdline()):
-                return True
-    return False
-
-
-def _stop_recorded(head: local_heads.StartedHead, timeout: float) -> bool:
-    """Stop a recorded head if its group is still the one recorded; drop the record."""
-    if _still_recorded(head):
-        stop_local_head(head.as_info(), timeout=timeout)
-        return True
-    if head.temp_dir and os.path.basename(head.temp_dir).startswith("rayh"):
-        shutil.rmtree(head.temp_dir, ignore_errors=True)
-    local_heads.forget(head.pgid)
-    return False
-
-
-def stop_recorded_heads(key: str, *, timeout: float = 10.0) -> list[int]:
-    """Stop every head recorded under task instance ``key``; returns their pgids."""
-    return [h.pgid for h in local_heads.started_heads(key) if _stop_recorded(h, timeout)]
-
-
 def _stop_heads_starting_here() -> list[int]:
-    """Stop (at once) the heads this process was starting and has not announced."""
-    me = local_heads.process_start(os.getpid())
-    here = [
-        h
-        for h in local_heads.started_heads()
-        if h.starter_pid == os.getpid() and h.starter_start == me and not h.up
-    ]
-    return [h.pgid for h in here if _stop_recorded(h, timeout=0)]
+    """Stop (at once) the heads this process is starting; their starts then fail.
 
-
-def _stop_orphans(key: str) -> list[int]:
-    """Stop the heads earlier tries of ``key`` were starting when they died."""
-    orphans = [h for h in local_heads.started_heads(key) if not h.up and not h.starter_alive()]
-    return [h.pgid for h in orphans if _stop_recorded(h, timeout=0)]
+    Runs in a signal handler (between two statements of the start): a start whose
+    process group does not exist yet sees ``killed`` and stops its head itself."""
+    stopped = []
+    for starting in list(_STARTING):
+        starting.killed = True
+        if starting.head is not None:
+            stop_local_head(starting.head, timeout=0)
+            stopped.append(int(starting.head["pgid"]))
+    return stopped
 
 
 def _task_key(context: Mapping[str, Any], task_id: str | None = None) -> str | None:
@@ -373,7 +319,7 @@ class RayLocalHeadStartOperator(BaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p), **self.env}
         key = _task_key(context)
-        if key is not None and (orphans := _stop_orphans(key)):
+        if key is not None and (orphans := stop_orphans(key)):
             self.log.info("Stopped the Ray heads earlier tries left starting: %s", orphans)
         info = start_local_head(
             num_cpus=self.num_cpus, env=env, timeout=self.startup_timeout, key=key
@@ -412,7 +358,7 @@ class RayLocalHeadStopOperator(BaseOperator):
     def execute(self, context: Context) -> None:
         key = _task_key(context, self.setup_task_id) if self.setup_task_id else None
         stopped = stop_recorded_heads(key) if key is not None else []
-        if self.head and int(self.head["pgid"]) not in stopped and _is_that_head(self.head):
+        if self.head and int(self.head["pgid"]) not in stopped and is_that_head(self.head):
             stop_local_head(self.head)
             stopped.append(int(self.head["pgid"]))
         if stopped:
