@@ -126,7 +126,9 @@ def explain_job_end(
     return JobEnd(cause, None, _tail(quoted), "Ray's message about the job")
 
 
-def _info_message(info: Any) -> tuple[str, datetime | None]:
+def _info_message(info: Any, job_id: str) -> tuple[str, datetime | None]:
+    if info is None:
+        return f"the cluster does not know job {job_id}", None
     if not isinstance(info, dict):
         return "", None
     started = None
@@ -139,7 +141,7 @@ def job_end(hook: RayOrchHook, store: RunStore, run_id: str, job_id: str) -> Job
     """:func:`explain_job_end` with Ray's message and the stored driver log read here
     (best effort: either may be unreadable)."""
     try:
-        message, started = _info_message(hook.get_job_info(job_id))
+        message, started = _info_message(hook.get_job_info(job_id), job_id)
     except Exception:
         message, started = "", None
     try:
@@ -152,7 +154,7 @@ def job_end(hook: RayOrchHook, store: RunStore, run_id: str, job_id: str) -> Job
 async def ajob_end(hook: RayOrchHook, store: RunStore, run_id: str, job_id: str) -> JobEnd:
     """:func:`job_end` for triggers: the Jobs API awaited, the store read in a thread."""
     try:
-        message, started = _info_message(await hook.aget_job_info(job_id))
+        message, started = _info_message(await hook.aget_job_info(job_id), job_id)
     except Exception:
         message, started = "", None
     try:

@@ -11,7 +11,7 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow_provider_rayorch.common.job_end import job_end
 from airflow_provider_rayorch.common.job_watch import JobObservation, JobWatch
 from airflow_provider_rayorch.common.liveness import record_ended_without_manifest
-from airflow_provider_rayorch.common.microbatch_story import log_microbatch
+from airflow_provider_rayorch.common.microbatch_story import log_microbatch, log_run
 from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.ratio import judge_summary
 from airflow_provider_rayorch.common.repair import RepairMode, ended_before_commit
@@ -157,14 +157,11 @@ class _RunStoreSensor(BaseSensorOperator):
         ).look()
 
     def _job_message(self, job_id: str) -> str:
-        """Ray's message about an ended job (best effort: it only explains)."""
-        try:
-            info = self.hook.get_job_info(job_id)
-        except Exception:
-            return ""
-        if not isinstance(info, dict):
-            return f"the cluster does not know job {job_id}" if info is None else ""
-        return str(info.get("message") or "")
+        """Why an ended job ended, in the driver's words (:mod:`..common.job_end`), and
+        where its log is kept (best effort: it only explains); logs its last lines."""
+        end = job_end(self.hook, self._store(), self.run_id, job_id)
+        end.log_tail(self.log)
+        return end.why
 
     def _not_submitted(self) -> RayOrchJobFailed:
         """The error for a run whose submit task started no Ray job."""
@@ -371,7 +368,9 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
         )
 
     def _finish(self, summary: Mapping[str, Any], context: Context) -> dict[str, Any]:
-        """Judge the run; when it passes, attach the outputs Asset event to the alias."""
+        """Log what the run did, judge it; when it passes, attach the outputs Asset event
+        to the alias."""
+        log_run(self.log, summary, self.run_id)
         result = judge(summary, self.max_failed_ratio, context)
         if self.outputs_asset_alias:
             attach_outputs_event(context, self.outputs_asset_alias, result, self._store(), self.log)

@@ -30,7 +30,7 @@ from airflow_provider_rayorch.common.log_relay import (
     LineRelay,
     astream_job_logs,
 )
-from airflow_provider_rayorch.common.microbatch_story import log_microbatch
+from airflow_provider_rayorch.common.microbatch_story import log_microbatch, log_run
 from airflow_provider_rayorch.common.polling import COMMIT_LOOK_S, END_POLL_S, RETRY_BUDGET
 from airflow_provider_rayorch.common.repair import ended_before_commit
 from airflow_provider_rayorch.common.states import JobStatus, with_job_status
@@ -226,6 +226,7 @@ class RayOrchJobTrigger(BaseTrigger):
         """End the run sensor's task: judge the run manifest, or fail without one (and
         record how the job ended, for the UI)."""
         if obs.succeeded and obs.manifest is not None:
+            log_run(self.log, obs.manifest, self.run_id)  # the task ends here: say what it did
             return await judged_end(
                 self.task_instance,
                 obs.manifest,
@@ -236,8 +237,8 @@ class RayOrchJobTrigger(BaseTrigger):
         if obs.manifest is not None:
             return failed_end(
                 f"Ray job {self.job_id} ended {obs.status or 'UNKNOWN'} after writing the run "
-                f"manifest of run {self.run_id}: {obs.message}. See the job's driver log (the "
-                "task's Ray job link), fix the cause, then clear the task",
+                f"manifest of run {self.run_id}: {await self._why(store)}. See the job's "
+                "driver log (the task's Ray job link), fix the cause, then clear the task",
                 log=self.log,
             )
         error = await asyncio.to_thread(
@@ -246,10 +247,21 @@ class RayOrchJobTrigger(BaseTrigger):
             self.run_id,
             self.job_id,
             str(obs.status or "UNKNOWN"),
-            obs.message,
+            await self._why(store),
             log=self.log,
         )
         return failed_end(error, log=self.log)
+
+    async def _why(self, store: Any) -> str:
+        """Why the job ended, in the driver's words, and where its log is kept; logs the
+        driver's last lines."""
+        hook = self._hook()
+        try:
+            end = await ajob_end(hook, store, self.run_id, self.job_id)
+        finally:
+            await _close(hook)
+        end.log_tail(self.log)
+        return end.why
 
     def _event(self, status: str, job_status: str, message: str) -> dict[str, Any]:
         return {
