@@ -442,6 +442,7 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
                 tail_logs=False,
                 max_failed_ratio=self.max_failed_ratio,
                 end_from_trigger=self.end_from_trigger,
+                to_clear=self._to_clear(),
             ),
             method_name="execute_complete",
             timeout=timedelta(seconds=float(self.timeout)),

@@ -96,6 +96,7 @@ class RayOrchJobTrigger(BaseTrigger):
         tail_logs: bool = True,
         max_failed_ratio: float = 0.0,
         end_from_trigger: bool = False,
+        to_clear: str = "the task",
     ) -> None:
         super().__init__()
         if not job_id or not run_id or not run_store:
@@ -110,6 +111,8 @@ class RayOrchJobTrigger(BaseTrigger):
         self._streaming = False  # the tail reads Ray's log stream (it ends by itself)
         self.max_failed_ratio = float(max_failed_ratio)
         self.end_from_trigger = bool(end_from_trigger)
+        #: what a failed end tells to clear once the cause is fixed (the run sensor's)
+        self.to_clear = str(to_clear)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -124,6 +127,7 @@ class RayOrchJobTrigger(BaseTrigger):
                 "tail_logs": self.tail_logs,
                 "max_failed_ratio": self.max_failed_ratio,
                 "end_from_trigger": self.end_from_trigger,
+                "to_clear": self.to_clear,
             },
         )
 
@@ -238,7 +242,7 @@ class RayOrchJobTrigger(BaseTrigger):
             return failed_end(
                 f"Ray job {self.job_id} ended {obs.status or 'UNKNOWN'} after writing the run "
                 f"manifest of run {self.run_id}: {await self._why(store)}. See the job's "
-                "driver log (the task's Ray job link), fix the cause, then clear the task",
+                f"driver log (the task's Ray job link), fix the cause, then clear {self.to_clear}",
                 log=self.log,
             )
         error = await asyncio.to_thread(
@@ -249,6 +253,7 @@ class RayOrchJobTrigger(BaseTrigger):
             str(obs.status or "UNKNOWN"),
             await self._why(store),
             log=self.log,
+            clear=self.to_clear,
         )
         return failed_end(error, log=self.log)
 

@@ -313,3 +313,42 @@ def test_the_run_task_names_the_task_to_clear_when_the_job_died(
     assert KILLED in message
     assert "then clear task docs.submit with Downstream" in message
     assert "resumes the run" in message
+
+
+def test_the_run_task_ending_in_the_triggerer_names_the_task_to_clear(
+    jobs_api: FakeJobsApi, died_run: tuple[RunStore, Path], monkeypatch
+) -> None:
+    import asyncio
+
+    from airflow.triggers.base import TaskFailedEvent
+
+    store, _ = died_run
+    jobs_api.jobs[FIRST]["status"] = "RUNNING"
+    run = RayOrchRunSensor(
+        task_id="run",
+        run_id="r",
+        run_store=store.uri,
+        job_id=FIRST,
+        ray_address=jobs_api.address,
+        poke_interval=0.01,
+        deferrable=True,
+        end_from_trigger=True,
+        submit_task_id="docs.submit",
+    )
+    with pytest.raises(TaskDeferred) as deferred:
+        run.execute(_ctx(1, 2, map_index=-1))
+    trigger = deferred.value.trigger
+    assert trigger.serialize()[1]["to_clear"].startswith("task docs.submit with Downstream")
+    jobs_api.jobs[FIRST]["status"] = "FAILED"
+    errors: list[str] = []
+    monkeypatch.setattr(trigger.log, "error", lambda msg, *a: errors.append(msg % a))
+
+    async def end() -> Any:
+        async for event in trigger.run():
+            return event
+        return None
+
+    assert isinstance(asyncio.run(end()), TaskFailedEvent)
+    [error] = errors
+    assert KILLED in error
+    assert "then clear task docs.submit with Downstream" in error
