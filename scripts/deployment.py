@@ -321,7 +321,7 @@ def fail(message: str) -> int:
 
 def missing_airflow() -> str | None:
     """Why the components cannot start, if ``airflow`` is nowhere to be found."""
-    if Path(airflow_executable()).exists() or shutil.which("airflow"):
+    if Path(sys.executable).with_name("airflow").exists() or shutil.which("airflow"):
         return None
     return (
         f"no `airflow` command beside {sys.executable} nor on PATH, so the deployment "
