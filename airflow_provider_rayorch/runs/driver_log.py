@@ -4,8 +4,8 @@ A Ray job's log lives in its head's temp dir and is gone with the head; an embed
 driver's output lives only in its task's log. So the driver keeps a copy of what it
 writes to stdout and stderr (its progress and ``RAYORCH_*`` lines, Ray's messages,
 the worker lines Ray forwards to it, a crash's traceback) and copies it into the run
-store: when it starts, after a commit (at most every :data:`COPY_EVERY_S`), every
-:data:`COPY_EVERY_S` while it runs, at a ``SIGTERM`` (a stopped job) and when it
+store: when it starts, after each commit (at most every :data:`COMMIT_COPY_EVERY_S`),
+every :data:`COPY_EVERY_S` while it runs, at a ``SIGTERM`` (a stopped job) and when it
 ends, an exception included. A ``SIGKILL`` cannot be caught: the stored copy then
 holds what was there at the last copy.
 
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = [
+    "COMMIT_COPY_EVERY_S",
     "COPY_EVERY_S",
     "DriverLog",
     "StoredLog",
@@ -71,6 +72,8 @@ __all__ = [
 
 #: Seconds between two copies to the run store (at commits, and while none comes).
 COPY_EVERY_S = 10.0
+#: Seconds between two copies at commits (a commit is kept even if a SIGKILL follows).
+COMMIT_COPY_EVERY_S = 1.0
 #: A longer log keeps its first HEAD_BYTES and its last TAIL_BYTES.
 HEAD_BYTES = 1_000_000
 TAIL_BYTES = 3_000_000
@@ -256,12 +259,13 @@ class DriverLog:
             partial = self.redact(self._partial).encode("utf-8", "replace")
             return bytes(self._head) + gap + bytes(tail) + partial
 
-    def copy(self, *, force: bool = True) -> None:
-        """Copy the log to the run store (``force`` False: only when it changed and
-        :data:`COPY_EVERY_S` passed). Never raises: the log must never fail a run."""
+    def copy(self, *, every_s: float = 0.0) -> None:
+        """Copy the log to the run store (``every_s`` > 0: only when it changed and
+        ``every_s`` passed since the last copy). Never raises: the log must never fail
+        a run."""
         with self._lock:
             now = time.monotonic()
-            if not force and (not self._changed or now - self._last_copy < COPY_EVERY_S):
+            if every_s > 0 and (not self._changed or now - self._last_copy < every_s):
                 return
             data, self._changed, self._last_copy = self.text(), False, now
             try:
@@ -275,9 +279,9 @@ class DriverLog:
                     )
 
     def copy_soon(self) -> None:
-        """Copy the log if it changed and :data:`COPY_EVERY_S` passed since the last copy
-        (called at each commit)."""
-        self.copy(force=False)
+        """Copy the log if it changed and :data:`COMMIT_COPY_EVERY_S` passed since the
+        last copy (called at each commit)."""
+        self.copy(every_s=COMMIT_COPY_EVERY_S)
 
     def crashed(self, exc: BaseException) -> None:
         """Keep a crash's traceback (the interpreter prints it after the streams are
@@ -298,7 +302,7 @@ def _header(run_id: str, argv: Sequence[str]) -> str:
 
 def _copier(log: DriverLog, stop: threading.Event) -> None:
     while not stop.wait(max(COPY_EVERY_S, 1.0)):
-        log.copy(force=False)
+        log.copy(every_s=COPY_EVERY_S)
 
 
 @contextlib.contextmanager

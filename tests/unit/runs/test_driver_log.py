@@ -3,7 +3,11 @@ the Ray head (and the job log in its temp dir) is gone."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
 import sys
 
 import pytest
@@ -13,7 +17,7 @@ from airflow_provider_rayorch.runs.secrets import RUN_STORE_OPTIONS_ENV
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 from airflow_provider_rayorch.runs.uris import driver_log_parts
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = pytest.mark.timeout(90)
 
 
 def _plan(tmp_path, fake, *, n: int = 6, size: int = 2, poison=()) -> RunStore:
@@ -88,7 +92,7 @@ def test_the_log_is_in_the_store_at_each_commit_before_the_run_ends(
             yield mb
 
     monkeypatch.setattr(fake_engine.FakeExecutor, "stream", watching)
-    monkeypatch.setattr(driver_log, "COPY_EVERY_S", 0.0)
+    monkeypatch.setattr(driver_log, "COMMIT_COPY_EVERY_S", 0.0)
     assert _main(tmp_path) == 0
     assert "microbatch 2/3 committed" in seen[0]
 
@@ -140,3 +144,45 @@ def test_the_stored_log_holds_no_secret_and_no_terminal_codes(
     assert "sk-live-abcdef" not in text
     assert "\x1b" not in text
     assert "WARNING colours" in text
+
+
+def test_a_stopped_driver_keeps_its_log(tmp_path) -> None:
+    """Ray stops a job with SIGTERM: the driver copies its log, then dies of the signal."""
+    spec = "blocking_pipeline:BlocksAfterTheFirst"
+    here = os.path.dirname(__file__)
+    sys.path.insert(0, here)
+    try:
+        fingerprint = driver.import_factory(spec)().compile().fingerprint
+    finally:
+        sys.path.remove(here)
+    store = RunStore(str(tmp_path / "store"))
+    store.write_plan(
+        PlanRecord(
+            run_id="run",
+            pipeline=spec,
+            fingerprint=fingerprint,
+            sources=[0, 1, 2, 3],
+            input_batch_size=2,
+            backend="local",
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, *sys.path])}
+    cmd = [sys.executable, "-m", "airflow_provider_rayorch.job"]
+    cmd += ["--run-store", store.uri, "--run-id", "run"]
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # the first commit is printed, the second never comes
+            if "microbatch 1/2 committed" in line:
+                break
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == -signal.SIGTERM
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = _stored(store)
+    assert "microbatch 1/2 committed" in text
+    assert "stopped: signal 15 (SIGTERM)" in text
