@@ -26,6 +26,7 @@ from airflow_provider_rayorch.runs.resumes import newest_job, read_resume, recor
 
 if TYPE_CHECKING:
     import logging
+    from collections.abc import Callable
 
     from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
     from airflow_provider_rayorch.runs.store import RunStore
@@ -50,12 +51,14 @@ def resume_if_ended(sensor: Any, context: Any) -> str | None:
         interval=float(sensor.poke_interval),
         log=sensor.log,
         ti=ti,
+        needed=lambda: sensor._store().read_manifest(sensor.run_id, sensor.index) is None,
     ).job_to_watch()
 
 
 class RunResume:
     """The resume of run ``run_id`` by one task try (``owner``), for a run submitted
-    as job ``first_job``."""
+    as job ``first_job``; ``needed()`` says whether the task still waits for a commit
+    (read again once the newest job is seen ended: it may have committed just before)."""
 
     def __init__(
         self,
@@ -68,9 +71,11 @@ class RunResume:
         interval: float,
         log: logging.Logger | Any,
         ti: Any = None,
+        needed: Callable[[], bool] = lambda: True,
     ) -> None:
         self.hook, self.store, self.run_id, self.first_job = hook, store, run_id, first_job
         self.owner, self.interval, self.log, self.ti = owner, max(float(interval), 0.05), log, ti
+        self.needed = needed
 
     def _retrying(self, fn: Any, what: str) -> Any:
         return call_with_retries(fn, what=what, interval=self.interval, log=self.log)
@@ -86,14 +91,16 @@ class RunResume:
         job_id = newest_job(self.store, self.run_id, self.first_job)
         info = self._retrying(lambda: self.hook.get_job_info(job_id), f"reading Ray job {job_id}")
         status = JobStatus.MISSING if info is None else JobStatus.parse(info.get("status"))
-        if status.is_active:
+        if status.is_active or not self.needed():
             return job_id
         if status is JobStatus.MISSING and job_id != self.first_job:
             return self._submit(job_id, after=None, why="Ray does not know it")
-        record = read_resume(self.store, self.run_id, self._before(job_id) or "")
-        if record is not None and record.job_id == job_id and record.owner == self.owner:
+        before = self._before(job_id)
+        record = None if before is None else read_resume(self.store, self.run_id, before)
+        if record is not None and record.owner == self.owner:
             return job_id  # this try's own resume ended too: no second one
-        why = f"{status}: {(info or {}).get('message') or 'no message'}"
+        said = str((info or {}).get("message") or "no message").strip().splitlines()
+        why = f"{status}: {said[0][:300] if said else 'no message'}"
         successor = record_resume(self.store, self.run_id, job_id, self.owner).job_id
         return self._submit(successor, after=job_id, why=why)
 

@@ -352,3 +352,22 @@ def test_the_run_task_ending_in_the_triggerer_names_the_task_to_clear(
     [error] = errors
     assert KILLED in error
     assert "then clear task docs.submit with Downstream" in error
+
+
+def test_a_microbatch_committed_just_before_the_job_ended_starts_no_job(
+    jobs_api: FakeJobsApi, died_run: tuple[RunStore, Path]
+) -> None:
+    """The manifest shows up between the task's first look and the job read."""
+    store, _ = died_run
+    resume = RunResume(
+        hook=_sensor(jobs_api, store, 2).hook,
+        store=store,
+        run_id="r",
+        first_job=FIRST,
+        owner="task 2",
+        interval=0.01,
+        log=logging.getLogger("test"),
+        needed=lambda: False,
+    )
+    assert resume.job_to_watch() == FIRST
+    assert jobs_api.posts == []
