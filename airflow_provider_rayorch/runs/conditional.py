@@ -17,9 +17,10 @@ file); a replace compares and renames under an exclusive ``flock`` of a sidecar
 
 S3 and S3-compatible servers: ``PUT`` with ``If-None-Match: *`` or ``If-Match: <etag>``
 through boto3 (the ``s3`` extra): pyarrow.fs has no conditional writes
-(apache/arrow#44281). The token is the ETag. Some S3-compatible servers accept these
-headers and ignore them, so the first use on a bucket checks that a second
-``If-None-Match: *`` create is refused.
+(apache/arrow#44281). The token is the ETag. A process makes one boto3 client per
+endpoint, region, addressing style and credentials, and every write reuses it.
+Some S3-compatible servers accept these headers and ignore them, so the first use
+on a bucket checks that a second ``If-None-Match: *`` create is refused.
 
 Any other kind (GCS, HDFS, ...) raises :class:`ConditionalWritesUnsupported` naming
 the store and what to use instead.
@@ -136,6 +137,26 @@ _REFUSED = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 _MISSING = {"NoSuchKey", "404", "NotFound"}
 
 
+#: One boto3 client per ``_client_key`` in this process, shared by every writer.
+_CLIENTS: dict[tuple[str, ...], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def _client_key(style: str, kwargs: dict[str, Any]) -> tuple[str, ...]:
+    """What tells two boto3 clients apart: endpoint, region, addressing style, and
+    the credentials as a SHA-256 digest (the key holds no secret)."""
+    secret = "\0".join(
+        str(kwargs.get(name, ""))
+        for name in ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")
+    )
+    return (
+        str(kwargs.get("endpoint_url", "")),
+        str(kwargs.get("region_name", "")),
+        style,
+        _digest(secret.encode()),
+    )
+
+
 def _client_kwargs(store: RunStore) -> dict[str, Any]:
     """boto3 client arguments from the store's pyarrow S3 options (URI query, then
     ``run_store_options``); what is not set comes from boto3's own chain."""
@@ -174,9 +195,15 @@ class S3ConditionalWrites:
             ) from None
         options = {**dict(parse_qsl(urlsplit(store.uri).query)), **store.options}
         virtual = str(options.get("force_virtual_addressing", "")).lower() in ("1", "true")
-        config = Config(s3={"addressing_style": "virtual" if virtual else "path"})
+        style = "virtual" if virtual else "path"
+        kwargs = _client_kwargs(store)
+        key = _client_key(style, kwargs)
         self.uri = store.uri
-        self.client = boto3.client("s3", config=config, **_client_kwargs(store))
+        with _CLIENTS_LOCK:  # boto3 clients are thread-safe; making one is not
+            if key not in _CLIENTS:
+                config = Config(s3={"addressing_style": style})
+                _CLIENTS[key] = boto3.client("s3", config=config, **kwargs)
+            self.client = _CLIENTS[key]
         self.endpoint = str(self.client.meta.endpoint_url)
 
     @staticmethod
