@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..summary import run_summary
 
 if TYPE_CHECKING:
-    from ..runtime.core import Microbatch
+    from ..runtime.state import FinishedMicrobatch
     from .driving import Delivery
 
 __all__ = ["MicrobatchResult", "RunResult"]
@@ -20,7 +20,8 @@ def _shape(per_port: list[list[Any]]) -> Any:
 
 @dataclass
 class MicrobatchResult:
-    """One completed source microbatch, as ``Executor.stream`` yields it."""
+    """One completed source microbatch, as ``Executor.stream`` yields it: its outputs
+    and its counters; it holds nothing of the run's lineage or of remote values."""
 
     index: int
     first_source: int
@@ -29,7 +30,7 @@ class MicrobatchResult:
     outputs: Any
     output_names: tuple[str, ...]
     metrics: dict[str, Any]
-    _microbatch: Microbatch = field(repr=False)
+    _microbatch: FinishedMicrobatch = field(repr=False)
 
     def lineage(self, max_failed_ratio: float = 0.0, **identity: Any) -> dict[str, Any]:
         """The microbatch's lineage summary (API.md section 3).
@@ -155,5 +156,5 @@ def microbatch_result(
             "grains_suppressed": mb.suppressed,
             "entities": dict(mb.entity_counts),
         },
-        _microbatch=mb,
+        _microbatch=mb.record(),
     )

@@ -2,11 +2,14 @@
 
 At most ``max_active`` microbatches are admitted at once, in index order; one
 completes when none of its Item slots is PENDING, and its outputs are then
-read off its root Entities, whose lineage is released.
+read off its root Entities, whose lineage is released. A finished microbatch
+leaves with its ``MicrobatchDone`` command: admission keeps only counters, so a
+run holds what is in flight, however many sources it streams.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
@@ -36,10 +39,13 @@ class Admission:
         "_root",
         "_source_slots",
         "active",
-        "done",
+        "admitted",
         "finished",
+        "just_done",
         "max_active",
+        "microbatches_done",
         "out",
+        "sources_done",
     )
 
     def __init__(
@@ -61,7 +67,11 @@ class Admission:
         self._output_slots = output_slots
         self.out = out
         self.active: list[Microbatch] = []
-        self.done: list[Microbatch] = []
+        #: Microbatches admitted, and finished, so far; sources of the finished ones.
+        self.admitted = self.microbatches_done = self.sources_done = 0
+        #: Weak references to those finished by the current event, for ``validation``
+        #: (cleared before each event): the core holds no finished microbatch.
+        self.just_done: list[weakref.ref[Microbatch]] = []
         #: RunFinished was emitted.
         self.finished = False
 
@@ -72,6 +82,7 @@ class Admission:
             index, first, count = layout.pop()
             mb = Microbatch(index, first, count, now)
             active.append(mb)
+            self.admitted += 1
             mb.entity_counts[root.name] = count
             mb.outstanding = count * root.n_slots
             mb.roots = [Entity(root, None, first + i, mb, first + i) for i in range(count)]
@@ -91,7 +102,9 @@ class Admission:
         for mb in finished:
             self.active.remove(mb)
             self._close(mb, now)
-            self.done.append(mb)
+            self.microbatches_done += 1
+            self.sources_done += mb.count
+            self.just_done.append(weakref.ref(mb))
             self.out.append(MicrobatchDone(mb))
         self.admit_more(now)
         return True

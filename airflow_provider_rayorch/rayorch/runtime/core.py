@@ -104,7 +104,6 @@ class Core:
             self._out,
         )
         self.active: list[Microbatch] = self._admission.active
-        self.done: list[Microbatch] = self._admission.done
         #: ("dispatch", ...) and ("report", ...) records, see ``metrics.Timeline``.
         self.timeline = self._timeline.records
 
@@ -159,6 +158,17 @@ class Core:
         return self._admission.finished
 
     @property
+    def microbatches_done(self) -> int:
+        """Microbatches finished so far; the core keeps none of them (each leaves with
+        its ``MicrobatchDone`` command)."""
+        return self._admission.microbatches_done
+
+    @property
+    def sources_done(self) -> int:
+        """Sources of the microbatches finished so far."""
+        return self._admission.sources_done
+
+    @property
     def grains_dispatched(self) -> int:
         """Grains dispatched so far over every Call: one int the dispatching thread
         rebinds, safe to read from another thread (nothing is iterated)."""
@@ -198,6 +208,7 @@ class Core:
         now = self._now = self._clock()
         self._transitions.now = self._scheduler.now = now
         self._out.clear()
+        self._admission.just_done.clear()
 
     def _end(self) -> list[Command]:
         if self.aborted is None:

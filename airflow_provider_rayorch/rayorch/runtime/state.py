@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..outcomes import ItemOutcome
-from ..summary import microbatch_summary
+from ..summary import FAILURES_CAP, microbatch_summary
 
 if TYPE_CHECKING:
     from ..program.options import RecoveryPolicy
@@ -24,6 +24,7 @@ __all__ = [
     "BatchRecord",
     "CallState",
     "DomainState",
+    "FinishedMicrobatch",
     "Handler",
     "HostState",
     "Microbatch",
@@ -178,7 +179,11 @@ class BatchRecord:
 
 
 class Microbatch:
-    """One admitted slice of the sources, and what became of it."""
+    """One admitted slice of the sources, and what became of it.
+
+    The core holds it while it is active; once done it goes out with its
+    ``MicrobatchDone`` command and whoever needs more than its ``FinishedMicrobatch``
+    record keeps it (the core does not)."""
 
     def __init__(self, index: int, first_source: int, count: int, now: float) -> None:
         self.index = index
@@ -205,6 +210,51 @@ class Microbatch:
         for outcome in self.source_outcomes:
             counts[outcome.value] += 1
         return counts
+
+    def record(self) -> FinishedMicrobatch:
+        """Its counters and failures, without its values, outcomes per source or lineage."""
+        return FinishedMicrobatch(self)
+
+    def lineage(self, max_failed_ratio: float = 0.0, **identity: Any) -> dict[str, Any]:
+        """The microbatch's lineage summary (API.md section 3)."""
+        return self.record().lineage(max_failed_ratio, **identity)
+
+
+class FinishedMicrobatch:
+    """What is kept of a finished microbatch: counters, times and the failed sources
+    its lineage summary lists; no values, no outcome per source, no lineage."""
+
+    __slots__ = (
+        "count",
+        "dispatched",
+        "entity_counts",
+        "failures",
+        "finished",
+        "first_source",
+        "index",
+        "outcomes",
+        "retried",
+        "started",
+        "suppressed",
+    )
+
+    def __init__(self, mb: Microbatch) -> None:
+        self.index = mb.index
+        self.first_source = mb.first_source
+        self.count = mb.count
+        self.entity_counts = dict(mb.entity_counts)
+        self.dispatched, self.retried, self.suppressed = mb.dispatched, mb.retried, mb.suppressed
+        self.started, self.finished = mb.started, mb.finished
+        self.outcomes = mb.outcome_counts()
+        #: The failures its summary lists (at most ``FAILURES_CAP``).
+        self.failures = mb.failures[:FAILURES_CAP]
+
+    @property
+    def elapsed_s(self) -> float:
+        return (self.finished or self.started) - self.started
+
+    def outcome_counts(self) -> dict[str, int]:
+        return dict(self.outcomes)
 
     def lineage(self, max_failed_ratio: float = 0.0, **identity: Any) -> dict[str, Any]:
         """The microbatch's lineage summary (API.md section 3)."""

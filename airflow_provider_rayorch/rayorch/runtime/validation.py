@@ -2,7 +2,8 @@
 
 Ready counters equal live queue entries; every in-flight Grain is in exactly
 one live batch; settled Items match Grain phases; microbatch accounting adds
-up; a core that finished holds no batch, no ready Grain and complete outputs.
+up; each microbatch finishes with complete outputs; a core that finished holds no
+batch, no ready Grain and no microbatch, and finished every one it admitted.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from .core import Core
     from .lineage import Entity, Grain
 
-__all__ = ["BrokenInvariant", "validate"]
+__all__ = ["BrokenInvariant", "validate", "validate_done", "validate_finished"]
 
 R, F, D, S = GrainPhase.READY, GrainPhase.IN_FLIGHT, GrainPhase.DONE, GrainPhase.SUPPRESSED
 
@@ -116,6 +117,7 @@ def validate(core: Core) -> None:
             "outstanding count",
             f"mb {mb.index}: {pending} pending, {mb.outstanding} outstanding",
         )
+    validate_done(core)
     if core.finished and core.aborted is None:
         validate_finished(core)
 
@@ -165,14 +167,12 @@ def _tree(roots: list[Entity]) -> Iterator[Entity]:
                     stack.extend(kids)
 
 
-def validate_finished(core: Core) -> None:
-    """A core that reported RunFinished holds nothing."""
-    _require(core.in_flight == 0, "finished is empty", "batches still in flight after RunFinished")
-    _require(core.ready_grains() == 0, "finished is empty", "ready Grains left after RunFinished")
-    _require(not core.active, "finished is empty", "microbatches still active after RunFinished")
-    total = sum(mb.count for mb in core.done)
-    _require(total <= core.num_sources, "sources", f"{total} sources done of {core.num_sources}")
-    for mb in core.done:
+def validate_done(core: Core) -> None:
+    """The microbatches the last event finished (those still referenced) are complete."""
+    for ref in core._admission.just_done:
+        mb = ref()
+        if mb is None:
+            continue
         _require(mb.finished is not None, "closed", f"mb {mb.index} done but not closed")
         _require(
             len(mb.source_outcomes) == mb.count,
@@ -185,3 +185,18 @@ def validate_finished(core: Core) -> None:
                 "complete outputs",
                 f"mb {mb.index}: an output Port is short or PENDING",
             )
+
+
+def validate_finished(core: Core) -> None:
+    """A core that reported RunFinished holds nothing, and finished all it admitted."""
+    _require(core.in_flight == 0, "finished is empty", "batches still in flight after RunFinished")
+    _require(core.ready_grains() == 0, "finished is empty", "ready Grains left after RunFinished")
+    _require(not core.active, "finished is empty", "microbatches still active after RunFinished")
+    admission = core._admission
+    _require(
+        admission.microbatches_done == admission.admitted,
+        "every admitted microbatch done",
+        f"{admission.microbatches_done} of {admission.admitted} admitted microbatches done",
+    )
+    total = core.sources_done
+    _require(total <= core.num_sources, "sources", f"{total} sources done of {core.num_sources}")

@@ -96,10 +96,12 @@ def finish(core: Core, batch: int, rows: list[Any]) -> list[Any]:
     return out
 
 
-def drain(core: Core, out: list[Any], poison: set[Any] = frozenset()) -> None:  # type: ignore[assignment]
+def drain(core: Core, out: list[Any], poison: set[Any] = frozenset()) -> list[Any]:  # type: ignore[assignment]
     """Play an executor to the end: batches holding a poisoned row raise (naming
-    the first), the others return their rows upper-cased."""
+    the first), the others return their rows upper-cased. Returns the microbatches
+    finished meanwhile."""
     pending = [c for c in out if type(c) is Dispatch]
+    done = [c.microbatch for c in out if type(c) is MicrobatchDone]
     while pending:
         cmd = pending.pop(0)
         rows = cmd.columns[0]
@@ -109,9 +111,12 @@ def drain(core: Core, out: list[Any], poison: set[Any] = frozenset()) -> None:  
             if bad
             else BatchFinished(cmd.batch, [r.upper() for r in rows])
         )
-        pending += [c for c in core.handle(event) if type(c) is Dispatch]
+        commands = core.handle(event)
+        pending += [c for c in commands if type(c) is Dispatch]
+        done += [c.microbatch for c in commands if type(c) is MicrobatchDone]
         check_core(core)
     assert core.finished
+    return done
 
 
 def outputs(cmds: list[Any]) -> list[Any]:
@@ -213,7 +218,8 @@ def test_admission_honours_input_batch_size_and_max_active() -> None:
     assert d(out) == [(3, "w1", "rows", [["e"]])]
     out = finish(core, 3, ["E"])
     assert kinds(out) == ["MicrobatchDone", "RunFinished"]
-    assert [m.index for m in core.done] == [0, 1, 2]
+    assert out[0].microbatch.index == 2
+    assert (core.microbatches_done, core.sources_done) == (3, 5)
 
 
 def test_two_active_microbatches_share_batches() -> None:
@@ -262,7 +268,7 @@ def test_a_microbatch_completes_independently_of_later_ones() -> None:
 def test_all_microbatches_skipped_finishes_at_once() -> None:
     core, out = make(Flat(), list("abcde"), input_batch_size=2, skip_microbatches={0, 1, 2})
     assert kinds(out) == ["RunFinished"]
-    assert core.done == []
+    assert (core.microbatches_done, core.sources_done) == (0, 0)
 
 
 def test_empty_input_finishes_at_once() -> None:
@@ -703,8 +709,7 @@ def test_isolate_tail_never_fails_a_healthy_row_after_worker_loss() -> None:
     assert d(out) == [(7, "w3", "rows", [["a", "q"]])]
     out = core.handle(BatchRaised(7, "ValueError: q"))
     out += core.handle(BatchRaised(6, "ValueError: p"))
-    drain(core, out, poison={"p", "q"})
-    done = core.done[0].outputs[0]
+    done = drain(core, out, poison={"p", "q"})[0].outputs[0]
     assert done[0] == "A"  # the healthy row must not FAIL
 
 
