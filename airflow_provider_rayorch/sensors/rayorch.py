@@ -321,9 +321,7 @@ class RayOrchMicrobatchSensor(MicrobatchLineage, _RunStoreSensor):
     def _why_ended(self) -> str:
         """Why the run's job ended before this microbatch committed, in the driver's
         words, and where its log is kept; logs the driver's last lines."""
-        end = job_end(self.hook, self._store(), self.run_id, str(self._job))
-        end.log_tail(self.log)
-        return end.why
+        return self._job_message(str(self._job))
 
 
 class RayOrchRunSensor(RunLineage, _RunStoreSensor):
