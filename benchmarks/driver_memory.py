@@ -1,0 +1,114 @@
+"""Driver memory over a run's length: peak RSS when tiny sources stream through.
+
+    python -m benchmarks.driver_memory --backend local --sources 1000000
+
+``--sources`` ints go through a three-stage expand/reduce pipeline (a source n
+becomes n % 3 pages, each page is doubled, the pages' sum joins the source) in
+microbatches of ``--input-batch-size``, ``--max-active`` at a time, the way the
+Ray job's driver streams them (``Executor.stream``); each microbatch is dropped
+as soon as it is seen. It prints the process's RSS before the run and its peak
+RSS at the end (``ru_maxrss``, a high-water mark), and the engine objects still
+alive after the run. ``--backend ray`` starts a 2-CPU local Ray of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import resource
+import time
+from collections import Counter
+from typing import Any
+
+import airflow_provider_rayorch.rayorch as ro
+from airflow_provider_rayorch.rayorch.execution.remote_values import Box, RemoteValue
+from airflow_provider_rayorch.rayorch.runtime.lineage import Entity
+from airflow_provider_rayorch.rayorch.runtime.state import Microbatch
+
+
+class Pages:
+    def run(self, xs: list[int]) -> list[list[int]]:
+        return [list(range(x % 3)) for x in xs]
+
+
+class Twice:
+    def run(self, xs: list[int]) -> list[int]:
+        return [x + x for x in xs]
+
+
+class Total:
+    def run(self, groups: list[list[int]], xs: list[int]) -> list[int]:
+        return [x + sum(g) for g, x in zip(groups, xs, strict=True)]
+
+
+class Small(ro.Pipeline):
+    def __init__(self, batch_size: int) -> None:
+        self.pages = ro.RayModule(Pages).ray_options(batch_size=batch_size)
+        self.twice = ro.RayModule(Twice).ray_options(batch_size=batch_size)
+        self.total = ro.RayModule(Total).ray_options(batch_size=batch_size)
+
+    def forward(self, x: Any) -> Any:
+        pages = ro.F.expand(self.pages(x), domain="page")
+        return self.total(ro.F.reduce(self.twice(pages)), x)
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def live_engine_objects() -> dict[str, int]:
+    gc.collect()
+    kinds = (Microbatch, Entity, Box, RemoteValue)
+    return dict(Counter(type(o).__name__ for o in gc.get_objects() if isinstance(o, kinds)))
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    sources = list(range(args.sources))
+    if args.backend == "ray":
+        import ray
+
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    with ro.Executor(Small(args.batch_size), backend=args.backend, progress=False) as executor:
+        executor.warm_up()
+        before = rss_mb()
+        started = time.perf_counter()
+        seen = 0
+        for mb in executor.stream(
+            sources,
+            input_batch_size=args.input_batch_size,
+            max_active_input_batches=args.max_active,
+        ):
+            seen += mb.count
+        elapsed = time.perf_counter() - started
+        left = live_engine_objects()
+    return {
+        "backend": args.backend,
+        "sources": seen,
+        "input_batch_size": args.input_batch_size,
+        "max_active": args.max_active,
+        "rss_before_run_mb": round(before, 1),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "elapsed_s": round(elapsed, 1),
+        "engine_objects_after_run": left,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=("local", "ray"), default="local")
+    parser.add_argument("--sources", type=int, default=100_000)
+    parser.add_argument("--input-batch-size", type=int, default=1000)
+    parser.add_argument("--max-active", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=256)
+    args = parser.parse_args()
+    print(json.dumps(measure(args), sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
