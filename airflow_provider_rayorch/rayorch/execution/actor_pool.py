@@ -6,9 +6,12 @@ once makes every process share the CPUs and come up together, late. An actor
 joins runs once its ``ready()`` answers. One that dies before (its constructor
 killed the process, its node went away) or whose constructor runs longer than
 ``actor_start_timeout_s`` is replaced, up to ``actor_start_retries`` in a row per
-pool; then the run fails with ``ExecutionError``. An actor killed from outside
-(``ray.kill``) or lost with its node while starting is replaced without counting:
-that says nothing about its constructor. A constructor that raises fails at
+pool; then the run fails with ``ExecutionError``. The start timeout counts from
+the moment the actor's constructor begins (each constructor first tells the run's
+start log), never the time it waits for resources. An actor killed from outside
+(``ray.kill``) or lost with its node while starting is replaced without counting
+when Ray says so (``actor_watch``: without Ray's state API, ``ray.kill`` is not
+told apart and counts, with a WARNING once). A constructor that raises fails at
 once: starting it again would raise again.
 
 Modules that share a process (``ray_options(share_process=name)``, and by default
@@ -33,6 +36,14 @@ from ..plain_text import strip_ansi
 from ..program.shared_processes import process_groups, process_names, shared_actor_options
 from ..runtime.lowering import lower
 from .actor_start import DEFAULT_ACTOR_START_RETRIES, StartBudget, StartClock, start_order
+from .actor_watch import (
+    StartLog,
+    announcing,
+    began_nodes,
+    death_cause_outside,
+    probe_state_api,
+    wait_answering,
+)
 from .protocol import CallSpec
 from .ray_worker import CONCURRENCY_GROUPS, PoolWorker
 from .shared_process import SharedProcess, Slot, actor_of
@@ -46,6 +57,8 @@ log = logging.getLogger(__name__)
 
 #: Ray options a pool sets unless the user gave them.
 _DEFAULT_ACTOR_OPTIONS = {"num_cpus": 0, "max_restarts": 0, "max_task_retries": 0}
+#: Seconds ``begin`` waits for the start log's process to answer.
+_START_LOG_UP_S = 60.0
 
 
 @dataclass(slots=True)
@@ -91,6 +104,8 @@ class ActorPools:
         #: Modules whose next actor is yet to be created, in start order.
         self._to_start: list[int] = []
         self._all: list[Any] = []
+        #: The ``StartLog`` actor the constructors report to (made with the first actor).
+        self._start_log: Any = None
         self._spawned = 0
         #: Share name of each module (None: a process per replica).
         self._share = process_names(plan.modules)
@@ -114,11 +129,14 @@ class ActorPools:
     def begin(self) -> list[Any]:
         """Start the first actors; return the ``ready()`` references of one per pool."""
         self._to_start = start_order([m.options.replicas for m in self.plan.modules])
+        probe_state_api()
         pools = len(set(self._to_start))
         self.concurrency = self.concurrency_option or max(
             2, int(ray.cluster_resources().get("CPU", 2))
         )
         self.start_more(max(self.concurrency, pools))
+        if self._start_log is not None:
+            wait_answering(self._start_log, _START_LOG_UP_S)
         firsts: dict[int, Any] = {}
         for ref, key in self.starting.items():
             firsts.setdefault(self.module_of[key], ref)
@@ -192,7 +210,7 @@ class ActorPools:
                         f"module {self.name_of(key)!r} failed to start its actor: "
                         f"{death_message(exc, traceback=True)}"
                     ) from exc
-                elif _killed_from_outside(self.actors[key]):
+                elif death_cause_outside(exc, self._began_on(key)):
                     # ray.kill or its node went away: no sign its constructor is at fault.
                     for k in self._drop(key):
                         self._to_start.insert(0, self.module_of[k])
@@ -233,14 +251,26 @@ class ActorPools:
             return None
         return next((k for k in self.members[process] if k in self.up), None)
 
+    def _began_on(self, key: str) -> str | None:
+        """The node where the constructor of ``key``'s process began (None: not yet,
+        or unknown)."""
+        if self._start_log is None:
+            return None
+        return (began_nodes(self._start_log) or {}).get(self.process_of.get(key, key))
+
     def check_start_clocks(self) -> None:
-        """Replace starting actors whose constructor has run past the start timeout."""
+        """Replace starting actors whose constructor has run past the start timeout
+        (the start log tells which have begun; unknown counts as begun)."""
         now = time.monotonic()
-        for ref, key in list(self.starting.items()):
+        due = [(r, k) for r, k in self.starting.items() if k in self._clocks]
+        due = [(r, k) for r, k in due if self._clocks[k].due <= now]
+        began = began_nodes(self._start_log) if due and self._start_log is not None else {}
+        for ref, key in due:
             clock = self._clocks.get(key)
-            if ref not in self.starting or clock is None or clock.due > now:
-                continue  # gone with a slot of its process, or not due
-            if clock.observe(now, constructing=_constructing(self.actors[key])):
+            if ref not in self.starting or clock is None:
+                continue  # gone with a slot of its process
+            constructing = began is None or self.process_of.get(key, key) in began
+            if clock.observe(now, constructing=constructing):
                 del self.starting[ref]
                 del self._clocks[key]
                 self.kill(key)
@@ -329,6 +359,12 @@ class ActorPools:
             except Exception as exc:
                 log.debug("killing actor failed: %s", exc)
         self._all.clear()
+        if self._start_log is not None:
+            try:
+                ray.kill(self._start_log, no_restart=True)
+            except Exception as exc:
+                log.debug("killing the start log failed: %s", exc)
+            self._start_log = None
         self.actors.clear()
         self.starting.clear()
         self._clocks.clear()
@@ -379,16 +415,26 @@ class ActorPools:
             for k, m in zip(keys, modules, strict=True)
         }
         options = self.actor_options(module_id)
+        if self._start_log is None:
+            self._start_log = _remote_class(StartLog).options(num_cpus=0).remote()
         if group is None:
-            actor = _remote_class(PoolWorker).options(**options).remote(*build[keys[0]])
+            actor = (
+                _remote_class(PoolWorker, announce=True)
+                .options(**options)
+                .remote(self._start_log, keys[0], *build[keys[0]])
+            )
             handles = {keys[0]: actor}
         else:
             # A thread per batch in flight: a slot's lock runs its batches one at a time.
             options["max_concurrency"] = sum(
                 self.plan.modules[m].options.max_batches_in_flight for m in modules
             )
-            actor = _remote_class(SharedProcess).options(**options).remote(build)
             process = f"{group}@{keys[0]}"
+            actor = (
+                _remote_class(SharedProcess, announce=True)
+                .options(**options)
+                .remote(self._start_log, process, build)
+            )
             self.members[process] = keys
             self.process_of.update(dict.fromkeys(keys, process))
             handles = {k: Slot(actor, k) for k in keys}
@@ -411,41 +457,14 @@ def death_message(exc: BaseException, *, traceback: bool = False) -> str:
     return text if len(text) <= 600 else text[:600] + "..."
 
 
-def _constructing(actor: Any) -> bool:
-    """Whether the actor's process exists (its constructor runs), as opposed to the
-    actor waiting for resources or a node. Read from the GCS actor table, which
-    needs no dashboard; asked only for actors past their start deadline."""
-    try:
-        info = ray._private.state.actors(actor_id=actor._actor_id.hex())
-    except Exception as exc:  # unreadable: count the time, as if it were constructing
-        log.debug("actor table unreadable: %s", exc)
-        return True
-    return bool(info) and info.get("State") == "PENDING_CREATION" and bool(info.get("Pid"))
+_REMOTE_CLASSES: dict[tuple[type, bool], Any] = {}
 
 
-#: Death reasons (of Ray's actor table) that do not count against the start budget.
-_OUTSIDE_CAUSES = frozenset({"RAY_KILL", "NODE_DIED"})
-
-
-def _killed_from_outside(actor: Any) -> bool:
-    """Whether a dead actor was killed (``ray.kill``) or lost with its node, rather
-    than dying of its own process (a crash, an exit, an OOM kill)."""
-    try:
-        from ray.core.generated.common_pb2 import ActorDiedErrorContext  # type: ignore[attr-defined]
-
-        info = ray._private.state.actors(actor_id=actor._actor_id.hex())
-        reason = info["DeathCause"].actor_died_error_context.reason
-        return ActorDiedErrorContext.Reason.Name(reason) in _OUTSIDE_CAUSES
-    except Exception as exc:  # unknown: count it
-        log.debug("death cause unreadable: %s", exc)
-        return False
-
-
-_REMOTE_CLASSES: dict[type, Any] = {}
-
-
-def _remote_class(cls: type) -> Any:
-    """``cls`` as a Ray actor class (made once per process)."""
-    if cls not in _REMOTE_CLASSES:
-        _REMOTE_CLASSES[cls] = ray.remote(concurrency_groups=CONCURRENCY_GROUPS)(cls)  # type: ignore[call-overload]
-    return _REMOTE_CLASSES[cls]
+def _remote_class(cls: type, *, announce: bool = False) -> Any:
+    """``cls`` as a Ray actor class (made once per process); ``announce``: one whose
+    constructor first tells the start log (``actor_watch.announcing``)."""
+    if (cls, announce) not in _REMOTE_CLASSES:
+        actor_cls = announcing(cls) if announce else cls
+        groups = CONCURRENCY_GROUPS if announce else None
+        _REMOTE_CLASSES[cls, announce] = ray.remote(concurrency_groups=groups)(actor_cls)  # type: ignore[call-overload]
+    return _REMOTE_CLASSES[cls, announce]

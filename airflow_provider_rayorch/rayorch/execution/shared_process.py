@@ -74,16 +74,11 @@ class Slot:
     """The driver's handle on one slot of a shared process."""
 
     def __init__(self, process: Any, slot: str) -> None:
-        #: The ``SharedProcess`` actor handle (what ``ray.kill`` and Ray's actor
-        #: table see).
+        #: The ``SharedProcess`` actor handle (what ``ray.kill`` sees).
         self.process = process
         self.slot = slot
         for name in ("run", "withdraw", "running", "ready", "pid"):
             setattr(self, name, _SlotMethod(getattr(process, name), slot))
-
-    @property
-    def _actor_id(self) -> Any:
-        return self.process._actor_id
 
 
 def actor_of(handle: Any) -> Any:
