@@ -402,6 +402,8 @@ def read_summary_outputs(
 ) -> list[dict[str, Any]]:
     """The committed output rows of the run (or microbatch) a lineage summary describes.
 
+    A microbatch's summary reads that microbatch's manifest and files only.
+
     ``options``: the run store's filesystem options (the connection's ``run_store_options``).
     """
     uri = str(summary["outputs"]["uri"])
@@ -409,9 +411,11 @@ def read_summary_outputs(
     root = store_root_of(uri, run_id)
     if root is None:
         raise StoreError(f"outputs URI {uri} is not inside a run {run_id!r} of a run store")
-    rows = RunStore(root, options).read_outputs(run_id, port)
+    store = RunStore(root, options)
     mb = summary.get("microbatch")
-    if mb:
-        lo, hi = int(mb["first_source"]), int(mb["first_source"]) + int(mb["count"])
-        rows = [r for r in rows if lo <= int(r["source"]) < hi]
-    return rows
+    if not mb:
+        return store.read_outputs(run_id, port)
+    index = int(mb["index"])
+    if not store.exists(store._manifest_parts(run_id, index)):  # not committed
+        return []
+    return store.read_microbatch_rows(run_id, index, port)

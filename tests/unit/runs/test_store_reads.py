@@ -1,0 +1,91 @@
+"""Reads cost what they return: one microbatch's outputs, a run's state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_provider_rayorch.runs.store import PlanRecord, RunStore, read_summary_outputs
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class FileReads:
+    """Records every file the run store opens for reading (records and Parquet)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.paths: list[str] = []
+        read_bytes = RunStore.read_bytes
+        read_table = pq.read_table
+        parquet_file = pq.ParquetFile
+
+        def counted_bytes(store: RunStore, parts: Any) -> bytes | None:
+            self.paths.append("/".join(parts))
+            return read_bytes(store, parts)
+
+        def counted_table(source: Any, *args: Any, **kwargs: Any) -> Any:
+            self.paths.append(str(source))
+            return read_table(source, *args, **kwargs)
+
+        def counted_file(source: Any, *args: Any, **kwargs: Any) -> Any:
+            self.paths.append(str(getattr(source, "path", source)))
+            return parquet_file(source, *args, **kwargs)
+
+        monkeypatch.setattr(RunStore, "read_bytes", counted_bytes)
+        monkeypatch.setattr(pq, "read_table", counted_table)
+        monkeypatch.setattr(pq, "ParquetFile", counted_file)
+
+    def matching(self, word: str) -> list[str]:
+        return [p for p in self.paths if word in p]
+
+
+def _committed_run(store: RunStore, run_id: str, n: int, size: int) -> list[dict[str, Any]]:
+    """A run of ``n`` sources in microbatches of ``size``, every one committed; returns
+    the microbatch manifests."""
+    store.write_plan(
+        PlanRecord(
+            run_id=run_id,
+            pipeline="m:F",
+            fingerprint="f" * 64,
+            sources=[f"s3://b/in/{i:06d}.pdf" for i in range(n)],
+            input_batch_size=size,
+        )
+    )
+    manifests = []
+    for index, first in enumerate(range(0, n, size)):
+        count = min(size, n - first)
+        rows = [("present", None, first + i) for i in range(count)]
+        uri = store.write_outputs(run_id, index, "out", first, rows)
+        manifest = {
+            "run_id": run_id,
+            "state": "success",
+            "microbatch": {"index": index, "first_source": first, "count": count},
+            "sources": {
+                "total": count,
+                "present": count,
+                "dropped": 0,
+                "failed": 0,
+                "suppressed": 0,
+            },
+            "outputs": {"uri": store.outputs_uri(run_id, index), "rows": count, "ports": ["out"]},
+            "attempt": 1,
+            "files": {"out": uri},
+        }
+        store.commit_microbatch(run_id, index, manifest)
+        manifests.append(store.read_manifest(run_id, index))
+    return manifests
+
+
+def test_a_microbatch_summary_reads_only_that_microbatch(tmp_path, monkeypatch) -> None:
+    store = RunStore(str(tmp_path))
+    manifests = _committed_run(store, "r", n=40, size=10)
+    reads = FileReads(monkeypatch)
+
+    rows = read_summary_outputs(manifests[2])
+
+    assert [r["value"] for r in rows] == list(range(20, 30))
+    opened = reads.matching("outputs/")
+    assert opened and all("mb-00002" in p for p in opened), opened
+    assert not [p for p in reads.matching("manifests/") if "mb-00002" not in p]
