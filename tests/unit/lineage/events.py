@@ -5,8 +5,10 @@ is checked the way its own client checks it: built through the OpenLineage
 provider's adapter (``start_task`` / ``complete_task`` / ``fail_task``) into the
 client's attrs models, whose validators run on construction (UUID run ids, ISO
 times with a time, URI producers), then serialized by the client's ``Serde``.
-The ``rayorch`` facet is validated against the JSON schema this package ships, and
-every facet's ``_schemaURL`` must be a URI.
+The ``rayorch`` facet is validated against the JSON schema this package ships, with
+its ``uri`` and ``date-time`` formats checked (jsonschema checks them only with its
+format extras, which the dev extra installs), and every facet's ``_schemaURL`` must
+be a URI.
 """
 
 from __future__ import annotations
@@ -21,6 +23,20 @@ import jsonschema
 from airflow_provider_rayorch.lineage.summary import FACET_KEY, facet_schema
 
 WHEN = "2026-12-01T12:00:00+00:00"
+#: formats the OpenLineage schemas use that jsonschema skips without its format extras
+FORMATS = ("uri", "date-time")
+
+
+def format_checker() -> jsonschema.FormatChecker:
+    """jsonschema's format checker, refusing to run without the ``uri`` and
+    ``date-time`` checkers (it would pass any string as either)."""
+    checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
+    missing = [name for name in FORMATS if name not in checker.checkers]
+    assert not missing, (
+        f"jsonschema cannot check the formats {missing}: install its format extras "
+        "(pip install -e '.[dev]', which has jsonschema[format-nongpl])"
+    )
+    return checker
 
 
 def build_event(lineage: Any, kind: str, *, job: str = "dag.task") -> dict[str, Any]:
@@ -63,9 +79,7 @@ def check_event(event: dict[str, Any]) -> None:
         for facets in (dataset.get("facets", {}), dataset.get("inputFacets", {})):
             for facet in facets.values():
                 assert "://" in facet["_schemaURL"], facet
-    validator = jsonschema.Draft202012Validator(
-        facet_schema(), format_checker=jsonschema.FormatChecker()
-    )
+    validator = jsonschema.Draft202012Validator(facet_schema(), format_checker=format_checker())
     facet = event["run"]["facets"].get(FACET_KEY)
     if facet is not None:
         validator.validate({FACET_KEY: facet})
