@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 from ray.exceptions import RayActorError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..errors import ExecutionError, ResourceUnavailableError
 from ..plain_text import strip_ansi
@@ -416,7 +417,12 @@ class ActorPools:
         }
         options = self.actor_options(module_id)
         if self._start_log is None:
-            self._start_log = _remote_class(StartLog).options(num_cpus=0).remote()
+            # On the driver's node: it lives as long as the run can.
+            node = ray.get_runtime_context().get_node_id()
+            here = NodeAffinitySchedulingStrategy(node, soft=True)
+            self._start_log = (
+                _remote_class(StartLog).options(num_cpus=0, scheduling_strategy=here).remote()
+            )
         if group is None:
             actor = (
                 _remote_class(PoolWorker, announce=True)
