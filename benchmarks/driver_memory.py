@@ -9,6 +9,13 @@ Ray job's driver streams them (``Executor.stream``); each microbatch is dropped
 as soon as it is seen. It prints the process's RSS before the run and its peak
 RSS at the end (``ru_maxrss``, a high-water mark), and the engine objects still
 alive after the run. ``--backend ray`` starts a 2-CPU local Ray of its own.
+
+    python -m benchmarks.driver_memory --job /tmp/store --backend ray --sources 1000000
+
+``--job STORE`` goes the whole Ray job's way instead: it writes a plan record into
+the run store ``STORE`` and runs the job's entrypoint (``airflow_provider_rayorch.job``:
+the driver, its commits, manifests and report) in this process, then prints the
+process's peak RSS.
 """
 
 from __future__ import annotations
@@ -99,6 +106,38 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def run_job(args: argparse.Namespace) -> dict[str, Any]:
+    """Plan the run into ``args.job`` and run the job's entrypoint here."""
+    from airflow_provider_rayorch import job
+    from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
+
+    run_id = f"memory-{args.backend}-{args.sources}"
+    store = RunStore(args.job)
+    store.write_plan(
+        PlanRecord(
+            run_id=run_id,
+            pipeline=f"{__name__}:Small",
+            fingerprint=Small(args.batch_size).compile().fingerprint,
+            sources=list(range(args.sources)),
+            input_batch_size=args.input_batch_size,
+            max_active_input_batches=args.max_active,
+            pipeline_kwargs={"batch_size": args.batch_size},
+            backend=args.backend,
+        )
+    )
+    before = rss_mb()
+    started = time.perf_counter()
+    code = job.main(["--run-store", args.job, "--run-id", run_id])
+    return {
+        "job": run_id,
+        "exit_code": code,
+        "sources": args.sources,
+        "rss_before_run_mb": round(before, 1),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "elapsed_s": round(time.perf_counter() - started, 1),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=("local", "ray"), default="local")
@@ -106,8 +145,9 @@ def main() -> None:
     parser.add_argument("--input-batch-size", type=int, default=1000)
     parser.add_argument("--max-active", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--job", metavar="STORE", help="run the Ray job's entrypoint")
     args = parser.parse_args()
-    print(json.dumps(measure(args), sort_keys=True))
+    print(json.dumps(run_job(args) if args.job else measure(args), sort_keys=True))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,11 @@ import pytest
 
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.runtime.core import Core
-from airflow_provider_rayorch.rayorch.runtime.events import BatchFinished, WorkerAdded
+from airflow_provider_rayorch.rayorch.runtime.events import (
+    BatchFinished,
+    MicrobatchDone,
+    WorkerAdded,
+)
 from airflow_provider_rayorch.rayorch.runtime.validation import BrokenInvariant
 
 from ..support import Identity
@@ -66,3 +70,19 @@ def test_a_broken_invariant_is_named_in_a_typed_error(corrupt: Any, invariant: s
     # Typed as a lineage bug, and still an AssertionError for test helpers.
     assert isinstance(info.value, ro.InvalidTransition)
     assert isinstance(info.value, AssertionError)
+
+
+@pytest.mark.no_core_invariants
+def test_a_finished_core_checks_what_it_finished_without_keeping_it() -> None:
+    core = started()
+    core.handle(BatchFinished(1, ["A"]))
+    out = core.handle(BatchFinished(2, ["B"]))
+    (mb,) = [c.microbatch for c in out if type(c) is MicrobatchDone]
+    mb.outputs[0].pop()  # the microbatch the last event finished, short of an output
+    with pytest.raises(BrokenInvariant, match="complete outputs"):
+        core.validate()
+    del out, mb  # the core holds no finished microbatch: nothing is left to check
+    core.validate()
+    core._admission.microbatches_done -= 1
+    with pytest.raises(BrokenInvariant, match="every admitted microbatch done"):
+        core.validate()
