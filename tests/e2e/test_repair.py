@@ -253,7 +253,8 @@ def test_a_driver_killed_mid_run_is_resumed_by_the_automatic_retries(
         pull = {"dag_id": RESUME_DAG, "run_id": run_id, "task_id": "docs.submit"}
         return rest.xcom(**pull, key="rayorch_run_store"), rest.xcom(**pull, key="rayorch_run_id")
 
-    store_uri, rid = rest.wait(submitted, 300, "the submit task to submit the run's job")
+    # a loaded machine starts the loopback head slowly (ray_head may need its retries)
+    store_uri, rid = rest.wait(submitted, 600, "the submit task to submit the run's job")
     store = RunStore(store_uri)
 
     def two_committed() -> list[int] | None:
