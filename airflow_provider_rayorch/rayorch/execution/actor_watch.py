@@ -101,11 +101,15 @@ _ASKED: dict[str, bool] = {}
 def probe_state_api() -> None:
     """Start asking, once per process and cluster, whether ``ray.util.state`` answers
     (it needs Ray's dashboard; without it Ray spends about 40s finding out)."""
-    address = ray.get_runtime_context().gcs_address
+    address = _gcs_address()
     with _STATE_API_LOCK:
         if address in _STATE_API:
             return
         done, failure = _STATE_API[address] = (threading.Event(), [])
+        if not address:
+            failure.append(RuntimeError("this process's Ray names no GCS address"))
+            done.set()
+            return
 
     def probe() -> None:
         from ray.util.state import list_actors
@@ -118,6 +122,15 @@ def probe_state_api() -> None:
             done.set()
 
     threading.Thread(target=probe, name="rayorch-state-api-probe", daemon=True).start()
+
+
+def _gcs_address() -> str:
+    """The GCS address this process's Ray is connected to ("" when it names none)."""
+    try:
+        return str(ray.get_runtime_context().gcs_address or "")
+    except Exception as exc:
+        log.debug("no GCS address: %s", exc)
+        return ""
 
 
 def _state_api_problem(address: str) -> str | None:
@@ -156,7 +169,7 @@ def death_cause_outside(exc: Any, node: str | None) -> bool:
             if node not in alive:
                 return True
     actor_id = getattr(exc, "actor_id", None)
-    address = ray.get_runtime_context().gcs_address
+    address = _gcs_address()
     problem = _state_api_problem(address) if actor_id else "Ray named no actor id"
     if problem is None:
         try:
