@@ -30,13 +30,15 @@ def write_report(
     calls: list[Any],
     *,
     microbatches: list[Any] | None,
+    live: Any = None,
 ) -> str:
     """Store the driver's measurements as the run's report data (``report.json``) and
     render the kept ``report.html`` from it and the store (imported lazily: reports are
-    optional); returns the kept report's URI."""
+    optional); returns the kept report's URI. ``live``: the driver's running aggregate
+    (a live report from it reads nothing that grows with the run)."""
     from airflow_provider_rayorch.reports.writer import write_run_report
 
-    return write_run_report(store, run_id, timeline, calls, microbatches=microbatches)
+    return write_run_report(store, run_id, timeline, calls, microbatches=microbatches, live=live)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,7 +22,7 @@ from airflow_provider_rayorch.common.states import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Mapping, Sequence
 
     from sqlalchemy.orm import Session
 
@@ -133,7 +133,7 @@ def find_for_ti(
 
 def _with_conn(session: Session, dag_id: str, run_id: str, ref: RunRef) -> RunRef:
     """``ref`` with the connection of the task that started its run in this DAG run
-    (a sensor's XComs name the run, not the connection)."""
+    (a sensor's XComs name the run, not the connection): two queries in all."""
     from dataclasses import replace
 
     from airflow.models.xcom import XComModel
@@ -141,14 +141,40 @@ def _with_conn(session: Session, dag_id: str, run_id: str, ref: RunRef) -> RunRe
     if ref.conn_id is not None:
         return ref
     where = (XComModel.dag_id == dag_id, XComModel.run_id == run_id)
-    for x in _xcoms(session, (*where, XComModel.key == RUN_ID_KEY)):
-        if str(XComModel.deserialize_value(x)) != ref.run_id:
-            continue
-        same_ti = (XComModel.task_id == x.task_id, XComModel.map_index == x.map_index)
-        conns = _xcoms(session, (*where, *same_ti, XComModel.key == CONN_ID_KEY))
-        if conns:
-            return replace(ref, conn_id=str(XComModel.deserialize_value(conns[0])))
+    starters = [
+        x
+        for x in _xcoms(session, (*where, XComModel.key == RUN_ID_KEY))
+        if str(XComModel.deserialize_value(x)) == ref.run_id
+    ]
+    conns = _values_of(session, starters, (CONN_ID_KEY,))
+    for x in starters:
+        conn = conns.get((*_ti(x), CONN_ID_KEY))
+        if conn is not None:
+            return replace(ref, conn_id=str(conn))
     return ref
+
+
+def _ti(x: Any) -> tuple[str, str, str, int]:
+    """The task instance an XCom belongs to."""
+    return (str(x.dag_id), str(x.run_id), str(x.task_id), int(x.map_index))
+
+
+def _values_of(
+    session: Session, xcoms: Sequence[Any], keys: Sequence[str]
+) -> dict[tuple[str, str, str, int, str], Any]:
+    """``{(dag_id, run_id, task_id, map_index, key): value}`` of the ``keys`` XComs of
+    the task instances ``xcoms`` belong to, in one query (the first of each kept)."""
+    from airflow.models.xcom import XComModel
+    from sqlalchemy import tuple_
+
+    tis = sorted({_ti(x) for x in xcoms})
+    if not tis:
+        return {}
+    columns = (XComModel.dag_id, XComModel.run_id, XComModel.task_id, XComModel.map_index)
+    found: dict[tuple[str, str, str, int, str], Any] = {}
+    for x in _xcoms(session, (tuple_(*columns).in_(tis), XComModel.key.in_(tuple(keys)))):
+        found.setdefault((*_ti(x), str(x.key)), XComModel.deserialize_value(x))
+    return found
 
 
 @dataclass(frozen=True)
@@ -167,6 +193,8 @@ class TaskRun:
 
 
 def _task_runs(session: Session, where: Iterable[Any], limit: int) -> list[TaskRun]:
+    """The newest ``limit`` runs started by task instances matching ``where``: two
+    queries, whatever their number."""
     from airflow.models.xcom import XComModel
     from sqlalchemy import select
 
@@ -176,30 +204,14 @@ def _task_runs(session: Session, where: Iterable[Any], limit: int) -> list[TaskR
         .order_by(XComModel.timestamp.desc())
         .limit(limit)
     )
+    xcoms = list(rows)
+    values = _values_of(session, xcoms, (RUN_STORE_KEY, CONN_ID_KEY))
     out = []
-    for x in rows:
-        stores = _xcoms(
-            session,
-            (
-                XComModel.dag_id == x.dag_id,
-                XComModel.run_id == x.run_id,
-                XComModel.task_id == x.task_id,
-                XComModel.map_index == x.map_index,
-                XComModel.key == RUN_STORE_KEY,
-            ),
-        )
-        if not stores:
+    for x in xcoms:
+        store = values.get((*_ti(x), RUN_STORE_KEY))
+        if store is None:
             continue
-        conns = _xcoms(
-            session,
-            (
-                XComModel.dag_id == x.dag_id,
-                XComModel.run_id == x.run_id,
-                XComModel.task_id == x.task_id,
-                XComModel.map_index == x.map_index,
-                XComModel.key == CONN_ID_KEY,
-            ),
-        )
+        conn = values.get((*_ti(x), CONN_ID_KEY))
         out.append(
             TaskRun(
                 x.dag_id,
@@ -207,9 +219,9 @@ def _task_runs(session: Session, where: Iterable[Any], limit: int) -> list[TaskR
                 x.task_id,
                 x.map_index,
                 str(XComModel.deserialize_value(x)),
-                str(XComModel.deserialize_value(stores[0])),
+                str(store),
                 x.timestamp,
-                str(XComModel.deserialize_value(conns[0])) if conns else None,
+                None if conn is None else str(conn),
             )
         )
     return out

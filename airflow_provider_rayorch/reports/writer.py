@@ -19,6 +19,7 @@ import pyarrow.fs as pafs
 from airflow_provider_rayorch.runs.uris import join_uri
 
 from ._data import load_run
+from ._live import live_view
 from .measure import measure
 from .model import ReportData, ReportDataError
 from .page import SourceForm, render_report, report_page
@@ -26,6 +27,7 @@ from .page import SourceForm, render_report, report_page
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from airflow_provider_rayorch.runs.aggregate import RunAggregate
     from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = [
@@ -113,6 +115,7 @@ def render_run_report(
     form: SourceForm | None = None,
     stylesheet: str | None = None,
     kept: bool = False,
+    live: RunAggregate | None = None,
 ) -> str:
     """The report's HTML: the run store as it is now, plus the driver's measurements
     (given here, else ``report.json`` when stored).
@@ -127,13 +130,19 @@ def render_run_report(
     :param stylesheet: link this stylesheet (the plugin's) instead of inlining the CSS.
     :param kept: render the kept ``report.html``: it links the driver logs beside it
         (a served page gives their URIs instead).
+    :param live: the driver's running aggregate: the run's counts and sampled source
+        rows come from it instead of every manifest and output file (a live report
+        reads the same few records whatever the number of committed microbatches).
     """
     data, damaged = _measured(store, run_id, timeline, calls, microbatches)
     timings = None
     if data is not None and data.timings is not None:
         timings = {t.index: t.model_dump() for t in data.timings}
     now = generated_at or datetime.now(UTC)
-    view = load_run(store, run_id, timings, now=now)
+    if live is not None:
+        view = live_view(store, live, timings, now=now)
+    else:
+        view = load_run(store, run_id, timings, now=now)
     when = now.strftime("%Y-%m-%d %H:%M:%S UTC")
     page = report_page(view, data, when, focus=focus, form=form, kept=kept)
     if damaged:
@@ -148,14 +157,16 @@ def write_run_report(
     calls: Sequence[Mapping[str, Any]] = (),
     *,
     microbatches: Sequence[Mapping[str, Any]] | None = None,
+    live: RunAggregate | None = None,
 ) -> str:
     """Store the driver's measurements (when given) as ``report.json`` and render the
-    kept ``report.html`` from the store; returns the kept report's URI. Without
+    kept ``report.html`` from the store (``live``: from the driver's running aggregate,
+    see :func:`render_run_report`); returns the kept report's URI. Without
     measurements (after a repair) the stored ones stay and the page is rendered again."""
     data, _ = _measured(store, run_id, timeline, calls, microbatches)
     if data is not None and (timeline or calls or microbatches is not None):
         _put(store, run_id, DATA_NAME, data.to_json().encode("utf-8"))
-    html = render_run_report(store, run_id, kept=True)
+    html = render_run_report(store, run_id, kept=True, live=live)
     _put(store, run_id, REPORT_NAME, html.encode("utf-8"))
     return report_uri(store, run_id)
 

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.rayorch import summary as summaries
+from airflow_provider_rayorch.runs.aggregate import sample_of
 from airflow_provider_rayorch.runs.values import unstorable
 
 if TYPE_CHECKING:
@@ -118,6 +119,7 @@ def commit_microbatch(store: RunStore, plan: PlanRecord, mb: Any, root: str) -> 
     manifest.update(run_id=plan.run_id, pipeline=plan.pipeline, fingerprint=plan.fingerprint)
     # the commit names its files and attempt (a repair replaces both, see repair.py)
     manifest.update(attempt=1, files=files, committed_at=datetime.now(UTC).isoformat())
+    manifest["sample"] = sample_of(per_port, ids)  # what the live report lists of it
     manifest["outputs"] = {
         **dict(manifest.get("outputs") or {}),
         "uri": store.outputs_uri(plan.run_id, mb.index),

@@ -31,12 +31,14 @@ import os
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.rayorch import summary as summaries
 from airflow_provider_rayorch.rayorch.errors import DriverError
+from airflow_provider_rayorch.runs.aggregate import RunAggregate
 from airflow_provider_rayorch.runs.commit import commit_microbatch, root_name
 from airflow_provider_rayorch.runs.driver_log import keep_driver_log
+from airflow_provider_rayorch.runs.live_reports import LiveReports, ReportWriter, report_job
 from airflow_provider_rayorch.runs.secrets import (
     ray_init_kwargs_from_env,
     run_store_options_from_env,
@@ -53,6 +55,7 @@ __all__ = [
     "EXIT_PLAN_CHANGED",
     "DriverError",
     "ProgressTicker",
+    "ReportWriter",
     "import_factory",
     "main",
     "microbatch_line",
@@ -62,6 +65,8 @@ __all__ = [
 
 #: Seconds between two refreshes of the run report while a run goes on.
 REPORT_EVERY_S = 10.0
+#: Seconds the end of a run waits for its final report (after a report still being written).
+FINAL_REPORT_WAIT_S = 120.0
 #: Seconds without a commit after which a throughput line is printed (and again after).
 PROGRESS_EVERY_S = 30.0
 
@@ -251,24 +256,6 @@ def build_pipeline(plan: PlanRecord) -> tuple[Any, Any]:
     return pipeline, compiled
 
 
-class ReportWriter(Protocol):
-    """Writes a run's report into the run store; returns where it went.
-
-    The driver knows nothing of reports: its entrypoint (:mod:`airflow_provider_rayorch.job`)
-    hands one in. ``microbatches`` None: commit times come from the manifests (a repair).
-    """
-
-    def __call__(
-        self,
-        store: RunStore,
-        run_id: str,
-        timeline: list[Any],
-        calls: list[Any],
-        *,
-        microbatches: list[Any] | None,
-    ) -> str: ...
-
-
 def _write_report(
     report: ReportWriter | None,
     store: RunStore,
@@ -277,15 +264,8 @@ def _write_report(
     timings: list[Any] | None,
 ) -> None:
     """Store the run's report next to its manifests (best effort, never fatal)."""
-    if report is None:
-        return
-    try:
-        calls = executor.call_metrics() if executor is not None else []
-        timeline = executor.timeline() if executor is not None else []
-        uri = report(store, run_id, timeline, calls, microbatches=timings)
-        _emit("EVENT", {"event": "report", "uri": uri})
-    except Exception as exc:  # a report must never fail a run
-        _emit("EVENT", {"event": "report_failed", "error": f"{type(exc).__name__}: {exc}"})
+    if report is not None:
+        report_job(report, store, run_id, executor, timings)()
 
 
 def run_plan(
@@ -324,8 +304,13 @@ def run_plan(
     )
     executor: Any = None
     timings: list[dict[str, Any]] = []
+    reports: LiveReports | None = None
     if pending:
         store.clear_run_manifest(run_id)
+        # the live report's data, kept as commits come (earlier commits read once here)
+        aggregate = RunAggregate.of(plan, store.manifests(run_id) if committed else ())
+        if report is not None:
+            reports = LiveReports(REPORT_EVERY_S).start()
         with plan_executor(plan, pipeline, address) as executor:
             stream = executor.stream(
                 *plan.columns(),
@@ -333,7 +318,7 @@ def run_plan(
                 max_active_input_batches=plan.max_active_input_batches,
                 skip_microbatches=committed,
             )
-            last_report = last_commit = time.monotonic()
+            last_commit = time.monotonic()
             total = len(plan.microbatches())
             ticker = ProgressTicker(
                 total, done=len(committed), count=getattr(executor, "grains_dispatched", None)
@@ -344,6 +329,7 @@ def run_plan(
                     if mb.index in committed:
                         continue
                     manifest = commit_microbatch(store, plan, mb, root)
+                    aggregate.add(manifest)
                     timings.append({"index": mb.index, **dict(getattr(mb, "metrics", {}) or {})})
                     ticker.observe(_grains_dispatched(executor))
                     ticker.committed()
@@ -360,14 +346,19 @@ def run_plan(
                     )
                     if on_commit is not None:
                         on_commit()
-                    if time.monotonic() - last_report >= REPORT_EVERY_S:  # a live report
-                        _write_report(report, store, run_id, executor, timings)
-                        last_report = time.monotonic()
+                    if report is not None and reports is not None and reports.due():
+                        # a live report, written on its own thread: the loop goes on
+                        reports.offer(
+                            report_job(report, store, run_id, executor, timings, aggregate)
+                        )
             finally:
                 ticker.stop()
+                final = None
+                if report is not None and reports is not None:
+                    final = report_job(report, store, run_id, executor, timings, aggregate)
     result = _write_run_manifest(store, plan, run_id, started)
-    if executor is not None:
-        _write_report(report, store, run_id, executor, timings)
+    if reports is not None and not reports.close(final, FINAL_REPORT_WAIT_S):
+        _emit("EVENT", {"event": "report_failed", "error": "the final report did not finish"})
     _emit(
         "EVENT",
         {"event": "end", "run_id": run_id, "state": result["state"], "sources": result["sources"]},

@@ -273,6 +273,14 @@ class Failure(_Open):
     cause: str
 
 
+class SampleRow(_Open):
+    """One source row of a manifest's bounded ``sample`` (cause "" when present)."""
+
+    source: int = Field(ge=0)
+    outcome: str
+    cause: str = ""
+
+
 class Outputs(_Open):
     NULLABLE: ClassVar[frozenset[str]] = frozenset({"uri"})
 
@@ -332,8 +340,9 @@ class _Summary(Record):
 
 class MicrobatchManifest(_Summary):
     """``manifests/mb-NNNNN.json``: a committed microbatch's lineage summary, plus the
-    commit's ``attempt``, ``files`` (``{port: uri}``), ``committed_at`` and, once
-    repaired, ``attempts``."""
+    commit's ``attempt``, ``files`` (``{port: uri}``), ``committed_at``, ``sample``
+    (``{port: rows}``: a bounded sample of its source rows, failures first, for the
+    live report) and, once repaired, ``attempts``."""
 
     KIND: ClassVar[str] = "microbatch manifest"
 
@@ -342,6 +351,7 @@ class MicrobatchManifest(_Summary):
     files: dict[str, str] | None = Field(default=None)
     committed_at: str | None = Field(default=None)
     attempts: list[Attempt] | None = Field(default=None)
+    sample: dict[str, list[SampleRow]] | None = Field(default=None)
 
 
 class MicrobatchEntry(_Open):

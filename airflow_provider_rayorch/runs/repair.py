@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.rayorch import summary as summaries
 from airflow_provider_rayorch.rayorch.errors import DriverError
+from airflow_provider_rayorch.runs.aggregate import sample_of
 from airflow_provider_rayorch.runs.attempt_claims import AttemptConflict, claim_attempt
 from airflow_provider_rayorch.runs.commit import account_lost, fail_unstorable, root_name, rows_of
 from airflow_provider_rayorch.runs.uris import join_uri
@@ -229,6 +230,7 @@ def _commit_attempt(
         "attempt": attempt,
         "files": files,
         "attempts": history,
+        "sample": sample_of(per_port, ids),
         "outputs": {
             **dict(old.get("outputs") or {}),
             "uri": join_uri(store.outputs_uri(plan.run_id, index), f"attempt-{attempt}"),

@@ -1,0 +1,88 @@
+"""A report's view of a run from the driver's running aggregate
+(:class:`~airflow_provider_rayorch.runs.aggregate.RunAggregate`): the plan, counts,
+timings and sampled source rows are in memory, so a report reads only the few
+records that do not grow with the run (run manifest, job-state record, repair
+records, the driver logs' names), whatever the number of committed microbatches.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_rayorch.rayorch.summary import summary_state
+from airflow_provider_rayorch.runs.attempts import read_repairs
+from airflow_provider_rayorch.runs.driver_log import driver_log_names, driver_log_uri
+
+from ._data import MAX_SOURCE_ROWS, MicrobatchView, RunView, _label, _times, apply_state
+from .history import attempt_rows
+from .state import RunFacts, current_manifest_state, decide_state, read_job_record, with_note
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from airflow_provider_rayorch.runs.aggregate import RunAggregate
+    from airflow_provider_rayorch.runs.store import RunStore
+
+__all__ = ["live_view"]
+
+
+def live_view(
+    store: RunStore,
+    agg: RunAggregate,
+    timings: Mapping[int, Mapping[str, Any]] | None,
+    *,
+    now: datetime | None = None,
+) -> RunView:
+    """The run as ``agg`` holds it, its state as of ``now`` (see :mod:`.state`)."""
+    plan, run_id = agg.plan, agg.plan.run_id
+    view = RunView(run_id=run_id, pipeline=plan.pipeline, fingerprint=plan.fingerprint)
+    view.total_sources = len(plan.sources)
+    view.ports = list(agg.ports) or ["out"]
+    for d in plan.microbatches():
+        mb = MicrobatchView(int(d["index"]), int(d["first_source"]), int(d["count"]), "pending")
+        done = agg.microbatches.get(mb.index)
+        if done is not None:
+            mb.state, mb.attempt = done.state, done.attempt
+            mb.sources, mb.grains = dict(done.sources), dict(done.grains)
+            mb.elapsed_s = done.elapsed_s
+        view.microbatches.append(mb)
+    _times(store, run_id, view.microbatches, timings or {})
+    view.sources, view.grains = dict(agg.totals), dict(agg.grains)
+    run = store.read_run_manifest(run_id)
+    if run is not None:
+        view.elapsed_s = float(run.get("elapsed_s") or 0.0)
+    histories = {
+        i: {"microbatch": {"index": i}, "attempt": mb.attempt, "attempts": mb.attempts}
+        for i, mb in agg.microbatches.items()
+        if mb.attempts
+    }
+    all_committed = len(agg.microbatches) == len(view.microbatches)
+    record, unreadable = read_job_record(store, run_id)
+    facts = RunFacts(
+        has_plan=True,
+        manifest_state=current_manifest_state(run, list(histories.values())),
+        all_committed_state=summary_state(view.sources, plan.max_failed_ratio)
+        if all_committed
+        else None,
+        job_state=record,
+        # the driver writing this report is the newest fact about its run
+        last_write=agg.last_commit or now or datetime.now(UTC),
+    )
+    apply_state(view, with_note(decide_state(facts, now=now), unreadable))
+    view.attempts = attempt_rows(histories, read_repairs(store, run_id))
+    view.driver_logs = [
+        (name, driver_log_uri(store, run_id, name)) for name in driver_log_names(store, run_id)
+    ]
+    rows = agg.bad_rows[:MAX_SOURCE_ROWS]
+    rows += agg.good_rows[: MAX_SOURCE_ROWS - len(rows)]
+    sources = plan.sources or []  # a plan with a source listing: no labels here
+    view.rows = sorted(
+        (
+            {**r, "label": _label(sources[r["source"]]) if r["source"] < len(sources) else ""}
+            for r in rows
+        ),
+        key=lambda r: (int(r["source"]), str(r["port"])),
+    )
+    view.rows_total = agg.rows_total
+    return view
