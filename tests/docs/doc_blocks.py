@@ -1,4 +1,4 @@
-"""The code blocks of docs/airflow/*.md that a user would copy, and how each is run.
+"""The code blocks of the pages under docs/ that a user would copy, and how each is run.
 
 A fenced block in ``bash``/``sh``/``shell``/``console`` or ``python``/``py`` is one a
 user copies. Each is run by a test, unless an HTML comment on the line before its
@@ -13,8 +13,19 @@ pages, so a block cannot be left out):
 
 - ``python``: the block as a script, with a throwaway ``AIRFLOW_HOME``
   (tests/docs/test_doc_pages.py).
-- ``imports``: only the block's import statements: the names it documents exist
-  (for snippets that need a running context, such as a run's summary).
+- ``with-run``: a Python block that reads a run, after :data:`RUN_PREAMBLE`: it makes a
+  small real run (``TextDocPipeline`` of dags_examples, local backend) in a throwaway
+  run store and defines what such snippets use: ``summary`` (the run's lineage
+  summary), ``run_id``, ``timeline``, ``calls`` and ``done`` (the run's measurements
+  and finished microbatches, as the driver hands them to its report), with the
+  connection ``rayorch_default`` (no host: embedded) on that store. The placeholder
+  store ``/data/runs`` becomes that store.
+- ``exports``: a block of ``export`` lines only (which cannot fail by itself), run
+  in bash, after which each variable is read back the way Airflow reads it:
+  ``AIRFLOW__SECTION__KEY`` must be an option Airflow's configuration describes and
+  ``airflow.configuration.conf`` must return the exported value;
+  ``AIRFLOW_CONN_<ID>`` must be a ``rayorch`` connection ``<id>`` that
+  ``RayOrchHook`` reads. A misspelt variable fails.
 - ``shell``: bash from the checkout, no deployment (tests/docs/test_doc_pages.py).
 - ``deployment``: bash against the e2e deployment (tests/e2e/test_doc_blocks.py),
   after the page's ``run: deployment-token`` block (which sets ``$AIRFLOW`` and
@@ -23,8 +34,13 @@ pages, so a block cannot be left out):
   ``/tmp/rayorch-landing`` its landing folder, ``$RAY_AUTH_TOKEN`` a token, and
   ``rayorch_default`` a connection id of the test's own.
 - named checks (``deployment-start``, ``repair-clear``, ``ingest-by-hand``,
-  ``cluster-head``, ...): run by the test that owns the name, which also checks
-  what the block did (``CHECKS`` says where).
+  ``cluster-head``, ...): run by a test of the file ``CHECKS`` names, which also
+  checks what the block did.
+
+A block's documented output is the ``text``/``json`` (or plain) block right after it,
+marked ``<!-- output -->`` on the line before its fence (prose may stand between the
+two). The test compares what the block printed with it, after :func:`normalize`
+(times, ids and the test's own paths only).
 
 Blocks in other languages (``text``, ``json``, none) show output or layout, not
 commands, and are not run.
@@ -32,7 +48,6 @@ commands, and are not run.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import os
 import re
@@ -40,41 +55,44 @@ import shlex
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = ROOT / "docs" / "airflow"
+DOCS = ROOT / "docs"
 
 SHELL = frozenset({"bash", "sh", "shell", "console"})
 PYTHON = frozenset({"python", "py"})
-GENERIC_KINDS = frozenset({"python", "imports", "shell", "deployment"})
+OUTPUT = frozenset({"text", "json", ""})
+GENERIC_KINDS = frozenset({"python", "with-run", "exports", "shell", "deployment"})
 #: named checks -> the test file that runs (and checks) them
 CHECKS = {
-    "deployment-start": "tests/e2e/test_doc_blocks.py",
-    "deployment-stop": "tests/e2e/test_doc_blocks.py",
+    "deployment-start": "tests/e2e/test_deployment_blocks.py",
+    "deployment-stop": "tests/e2e/test_deployment_blocks.py",
     "deployment-token": "tests/e2e/test_doc_blocks.py",
     "ingest-by-hand": "tests/e2e/test_doc_blocks.py",
     "repair-clear": "tests/e2e/test_doc_blocks.py",
-    "cluster-head": "tests/e2e/real_cluster.py",
-    "cluster-worker": "tests/e2e/real_cluster.py",
-    "cluster-token": "tests/e2e/real_cluster.py",
+    "cluster-head": "tests/e2e/test_real_cluster.py",
+    "cluster-worker": "tests/e2e/test_cluster_node_loss.py",
+    "cluster-token": "tests/e2e/test_real_cluster.py",
     "cluster-status": "tests/e2e/test_cluster_status.py",
     "cluster-connection": "tests/e2e/test_real_cluster.py",
 }
 
 _FENCE = re.compile(r"^(\s*)```\s*([\w+-]*)\s*$")
 _MARKER = re.compile(r"^\s*<!--\s*(not-run|run)\s*:\s*(.*?)\s*-->\s*$")
+_OUTPUT_MARKER = re.compile(r"^\s*<!--\s*output\s*-->\s*$")
 
 
 @dataclass(frozen=True)
 class Block:
-    page: str  # file name under docs/airflow
+    page: str  # path under docs/, e.g. "airflow/connection.md"
     line: int  # 1-based line of the opening fence
     lang: str
     text: str
-    kind: str  # a run kind, or "not-run"
+    kind: str  # a run kind, "not-run", or "output"
     reason: str = ""  # a not-run block's reason
+    output: str | None = None  # the documented output (the `<!-- output -->` block after it)
 
     @property
     def id(self) -> str:
@@ -89,10 +107,18 @@ class DocError(AssertionError):
     """A docs page whose blocks break the rules above."""
 
 
+def _page_name(path: Path) -> str:
+    with contextlib.suppress(ValueError):
+        return path.resolve().relative_to(DOCS).as_posix()
+    return path.name
+
+
 def parse(path: Path) -> list[Block]:
-    """Every fenced block of one page, with its kind."""
+    """Every fenced block of one page, with its kind and documented output."""
     lines = path.read_text().splitlines()
-    blocks, i = [], 0
+    page = _page_name(path)
+    blocks: list[Block] = []
+    i = 0
     while i < len(lines):
         opening = _FENCE.match(lines[i])
         if not opening:
@@ -104,17 +130,33 @@ def parse(path: Path) -> list[Block]:
             None,
         )
         if end is None:
-            raise DocError(f"{path.name}:{i + 1}: a code block is never closed")
+            raise DocError(f"{page}:{i + 1}: a code block is never closed")
         body = "\n".join(ln.removeprefix(indent) for ln in lines[i + 1 : end]) + "\n"
-        marker = _MARKER.match(lines[i - 1]) if i else None
-        kind, reason = _kind(path, i + 1, lang, marker)
-        blocks.append(Block(path.name, i + 1, lang, body, kind, reason))
+        before = lines[i - 1] if i else ""
+        if _OUTPUT_MARKER.match(before):
+            _attach_output(blocks, page, i + 1, lang, body)
+        else:
+            kind, reason = _kind(page, i + 1, lang, _MARKER.match(before))
+            blocks.append(Block(page, i + 1, lang, body, kind, reason))
         i = end + 1
     return blocks
 
 
-def _kind(path: Path, line: int, lang: str, marker: re.Match[str] | None) -> tuple[str, str]:
-    where = f"{path.name}:{line}"
+def _attach_output(blocks: list[Block], page: str, line: int, lang: str, body: str) -> None:
+    """An ``<!-- output -->`` block belongs to the code block right before it."""
+    where = f"{page}:{line}"
+    if lang not in OUTPUT:
+        raise DocError(f"{where}: `<!-- output -->` marks a {lang} block; output is text or json")
+    if not blocks or not blocks[-1].copyable or blocks[-1].output is not None:
+        raise DocError(f"{where}: `<!-- output -->` must follow the code block that prints it")
+    if blocks[-1].kind not in {"python", "with-run", "shell"}:
+        raise DocError(f"{where}: the output of a `{blocks[-1].kind}` block is never compared")
+    blocks[-1] = replace(blocks[-1], output=body)
+    blocks.append(Block(page, line, lang, body, "output"))
+
+
+def _kind(page: str, line: int, lang: str, marker: re.Match[str] | None) -> tuple[str, str]:
+    where = f"{page}:{line}"
     if marker is None:
         if lang in SHELL:
             return "deployment", ""
@@ -132,8 +174,13 @@ def _kind(path: Path, line: int, lang: str, marker: re.Match[str] | None) -> tup
     return value, ""
 
 
+def pages() -> list[Path]:
+    """Every page under docs/, sub-folders included."""
+    return sorted(DOCS.rglob("*.md"))
+
+
 def all_blocks() -> list[Block]:
-    return [b for page in sorted(DOCS.glob("*.md")) for b in parse(page)]
+    return [b for page in pages() for b in parse(page)]
 
 
 def blocks_of(kind: str) -> list[Block]:
@@ -148,18 +195,91 @@ def one_block(kind: str) -> Block:
     return found[0]
 
 
-def import_lines(source: str) -> str:
-    """Only the import statements of a Python block, as a script."""
-    tree = ast.parse(source)
-    kept = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
-    return "\n".join(ast.unparse(node) for node in kept) + "\n"
-
-
 def commands(block: Block) -> list[list[str]]:
     """A shell block's commands as argument lists (continuations joined, comments and
     blank lines dropped), for comparing a documented command with a test's."""
     joined = re.sub(r"\\\n\s*", " ", block.text)
     return [shlex.split(ln, comments=True) for ln in joined.splitlines() if ln.strip()]
+
+
+def exported(block: Block) -> list[str]:
+    """The variables an ``exports`` block exports; fails unless it only exports."""
+    names = []
+    for word in shlex.split(block.text, comments=True):
+        assignment = re.match(r"([A-Za-z_]\w*)=", word)
+        if assignment:
+            names.append(assignment.group(1))
+        elif word != "export":
+            raise DocError(f"{block.id}: an `exports` block holds only `export NAME=value` lines")
+    return names
+
+
+_TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?")
+_ID = re.compile(r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b")
+
+
+def normalize(text: str, paths: dict[str, str] | None = None) -> str:
+    """Output as compared with a page's: each of the test's own ``paths`` becomes the
+    placeholder the page shows for it, ISO-8601 times become ``<time>`` and UUID-shaped
+    ids ``<id>`` (on both sides). Nothing else varies: every other character counts."""
+    for actual, shown in (paths or {}).items():
+        text = text.replace(actual, shown)
+    return _ID.sub("<id>", _TIME.sub("<time>", text))
+
+
+#: What a ``with-run`` block runs after (see the module docstring). Its run's own
+#: output is swallowed, so a block's documented output is compared alone.
+RUN_PREAMBLE = """\
+import contextlib as _contextlib
+import io as _io
+import os as _os
+import types as _types
+
+from airflow_provider_rayorch.runs import driver as _driver
+from airflow_provider_rayorch.runs.store import PlanRecord as _PlanRecord
+from airflow_provider_rayorch.runs.store import RunStore as _RunStore
+
+
+def _small_run():
+    from rayorch_example_pipelines import sample_docs
+
+    spec = "rayorch_example_pipelines:TextDocPipeline"
+    store = _RunStore(_os.environ["RAYORCH_DOC_RUN_STORE"])
+    compiled = _driver.import_factory(spec)().compile()
+    store.write_plan(
+        _PlanRecord(
+            run_id="doc-run",
+            pipeline=spec,
+            fingerprint=compiled.fingerprint,
+            sources=sample_docs(4),
+            input_batch_size=2,
+            pipeline_kwargs={},
+            backend="local",
+            semantic_fingerprint=compiled.semantic_fingerprint,
+            semantic=compiled.semantic_record(),
+        )
+    )
+    seen = {}
+
+    def report(store, run_id, timeline, calls, *, microbatches):
+        seen.update(timeline=timeline, calls=calls, microbatches=microbatches or [])
+        return ""
+
+    with _contextlib.redirect_stdout(_io.StringIO()):
+        summary = _driver.run_plan(store, "doc-run", report=report)
+    return summary, seen
+
+
+summary, _seen = _small_run()
+run_id = summary["run_id"]
+timeline, calls = _seen["timeline"], _seen["calls"]
+done = [
+    _types.SimpleNamespace(index=m["index"], metrics={k: v for k, v in m.items() if k != "index"})
+    for m in _seen["microbatches"]
+]
+"""
+#: The run store a ``with-run`` block's page shows, replaced by the preamble's.
+RUN_STORE_PLACEHOLDER = "/data/runs"
 
 
 # -- running blocks ----------------------------------------------------------------------

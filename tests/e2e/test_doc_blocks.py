@@ -1,11 +1,12 @@
-"""Issue 19 (2, 3, 4): the blocks of docs/airflow/ that need a deployment run on the
-session's e2e deployment, and the named ones are checked for what they did, so a
+"""The blocks of the pages under docs/ that need a deployment run on the session's e2e
+deployment, and the named ones are checked for what they did, so a
 documented call that does nothing fails here.
 
 The deployment is the one tests/e2e/conftest.py starts with scripts/deployment.py,
-the script getting-started.md documents. A block runs as a user pastes it into a shell
-after the page's ``run: deployment-token`` block (which sets ``$AIRFLOW`` and
-``$TOKEN``), from the checkout, with the deployment's settings in the environment.
+the script getting-started.md documents (its start and stop blocks run as written on a
+deployment of their own: tests/e2e/test_deployment_blocks.py). A block runs as a user
+pastes it into a shell after the page's ``run: deployment-token`` block (which sets
+``$AIRFLOW`` and ``$TOKEN``), from the checkout, with the deployment's settings in the environment.
 Documented placeholders become the deployment's: ``127.0.0.1:8080`` its address,
 ``/tmp/rayorch-landing`` its landing folder; ``rayorch_default`` becomes
 ``rayorch_doc_test`` (the other e2e tests run on the embedded Ray that no
@@ -28,8 +29,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs"))
 
-from deployment import SCRIPT
-from doc_blocks import ROOT, Block, blocks_of, commands, one_block, run_block
+from doc_blocks import ROOT, Block, blocks_of, one_block, run_block
 from e2e_runs import finish_run
 
 from airflow_provider_rayorch.runs.store import read_summary_outputs
@@ -116,33 +116,6 @@ def test_the_token_block_reaches_the_api_and_lists_the_examples(
     )
     dag_ids = set(got.stdout.split())
     assert {"rayorch_ingest", "rayorch_minimal"} <= dag_ids, got.stdout[-2000:]
-
-
-def _script_command(block: Block) -> list[str]:
-    found = [c for c in commands(block) if len(c) > 1 and c[1].endswith("deployment.py")]
-    assert len(found) == 1, f"{block.id}: no single `python scripts/deployment.py` command"
-    return found[0]
-
-
-def _options(argv: list[str]) -> set[str]:
-    return {a.split("=", 1)[0] for a in argv if a.startswith("--")}
-
-
-def test_the_deployment_is_started_and_stopped_as_getting_started_says(
-    airflow_deployment: Deployment,
-) -> None:
-    """The session's deployment was started by the documented command: the same script
-    and subcommand, with every documented option (their values are the fixture's)."""
-    start = _script_command(one_block("deployment-start"))
-    assert (ROOT / start[1]).resolve() == SCRIPT
-    assert start[2] == airflow_deployment.start_args[0] == "start"
-    assert _options(start) <= _options(airflow_deployment.start_args)
-    exported = [c for c in commands(one_block("deployment-start")) if c[:1] == ["export"]]
-    assert any(a.startswith("AIRFLOW_HOME=") for c in exported for a in c)
-    assert "--airflow-home" in _options(airflow_deployment.start_args)  # the same, explicit
-    stop = _script_command(one_block("deployment-stop"))
-    assert (ROOT / stop[1]).resolve() == SCRIPT
-    assert stop[2:] == ["stop"]  # Deployment.stop runs `stop --airflow-home <its home>`
 
 
 def _task_instances(rest: AirflowRest, dag_id: str, run_id: str) -> dict[Any, dict[str, Any]]:
