@@ -60,7 +60,7 @@ def outputs_asset_event(
                 "uri": loc.dataset.uri,
                 "sources": loc.sources,
             }
-            for loc in input_locations(plan.sources, plan.n_columns)
+            for loc in input_locations(plan.rows, plan.n_columns)
         ]
     return OutputsAssetEvent(uri=output.uri, name=output.uri, extra=extra)
 

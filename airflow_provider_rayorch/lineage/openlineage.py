@@ -151,8 +151,8 @@ def _inputs(plan: PlanRecord | None, microbatch: Mapping[str, Any] | None) -> li
     within = None
     if microbatch is not None:
         first, count = int(microbatch["first_source"]), int(microbatch["count"])
-        within = plan.sources[first : first + count]
-    return input_datasets(plan.sources, plan.n_columns, within=within)
+        within = plan.rows[first : first + count]
+    return input_datasets(plan.rows, plan.n_columns, within=within)
 
 
 def written_rows(summary: Mapping[str, Any] | None) -> int | None:

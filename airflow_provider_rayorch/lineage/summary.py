@@ -107,7 +107,7 @@ def run_facet_payload(
         if counts is not None:
             data[key] = counts
     if "sources" not in data and plan is not None:
-        data["sources"] = {"total": int(microbatch["count"]) if microbatch else len(plan.sources)}
+        data["sources"] = {"total": int(microbatch["count"]) if microbatch else plan.total_sources}
     entries: Sequence[Mapping[str, Any]] | None = summary.get("microbatches")
     if entries is None and plan is not None and microbatch is None:
         entries = plan.microbatches()

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -176,6 +177,29 @@ def resolve_sources(
     return list(sources), 1
 
 
+def stream_sources(
+    sources: Any,
+    *,
+    modified_after: datetime | str | None = None,
+    modified_before: datetime | str | None = None,
+) -> tuple[Iterable[Any], int, bool]:
+    """``(rows, n_columns, strings)`` as :func:`resolve_sources`, but a glob's rows come
+    lazily as its folders are listed (``strings``: every row is one string, a URI).
+    A glob that matches nothing skips the task as soon as that is known."""
+    from airflow_provider_rayorch.runs.globbing import iter_glob_uris
+
+    if not isinstance(sources, str):
+        rows, n_columns = resolve_sources(sources)
+        return rows, n_columns, n_columns == 1 and all(isinstance(r, str) for r in rows)
+    after = _as_datetime(modified_after)
+    before = _as_datetime(modified_before)
+    found = iter_glob_uris(sources, modified_after=after, modified_before=before, missing_ok=False)
+    first = next(found, None)
+    if first is None:
+        _skip_empty_glob(sources, after, before)
+    return itertools.chain([first], found), 1, True
+
+
 def _skip_empty_glob(pattern: str, after: datetime | None, before: datetime | None) -> None:
     from airflow.sdk.exceptions import AirflowSkipException
 
@@ -223,7 +247,7 @@ def prepare_plan(
     spec: str,
     pipeline_kwargs: Mapping[str, Any],
     fingerprint: str,
-    sources: list[Any],
+    sources: Iterable[Any],
     input_batch_size: int | None,
     max_active_input_batches: int,
     max_failed_ratio: float,
@@ -232,6 +256,7 @@ def prepare_plan(
     n_columns: int = 1,
     compiled: Any = None,
     repair: bool = False,
+    strings: bool = False,
 ) -> Any:
     """Write the plan record, or keep the stored one when it is the same plan.
 
@@ -239,22 +264,38 @@ def prepare_plan(
     this one: ``on_plan_change="fail"`` raises, ``"replace"`` deletes the old run.
     With ``repair`` the stored plan is kept when only schedule-only options differ
     (the driver checks the semantic fingerprint and says what changed otherwise).
-    The record holds what names the run, never the connection's Ray settings.
+    The record holds what names the run, never the connection's Ray settings. The
+    rows (``strings``: every one a string) are written as the run's source listing
+    while they come, a microbatch per file; the plan record, written last, names it.
     """
     import json
 
-    from airflow_provider_rayorch.runs.store import PlanRecord
+    from airflow_provider_rayorch.runs.records import PLAN_VERSION, PlanRecord
+    from airflow_provider_rayorch.runs.sources import listing_digest, write_listing
 
+    old = store.read_plan(run_id)
+    if old is not None and repair:
+        return old  # the stored plan is the one to repair; the driver checks the code
     try:
-        json.dumps(sources)
         json.dumps(dict(pipeline_kwargs))
+        listing = write_listing(
+            store,
+            run_id,
+            sources,
+            n_columns=int(n_columns),
+            batch_size=input_batch_size,
+            strings=strings,
+        )
     except TypeError as exc:
         raise ValueError(f"sources and pipeline_kwargs must be JSON values: {exc}") from exc
     plan = PlanRecord(
         run_id=run_id,
         pipeline=spec,
         fingerprint=fingerprint,
-        sources=list(sources),
+        total_sources=listing.total,
+        listing=listing.name,
+        sources_digest=listing.digest,
+        version=PLAN_VERSION,
         input_batch_size=input_batch_size,
         max_active_input_batches=int(max_active_input_batches),
         pipeline_kwargs=dict(pipeline_kwargs),
@@ -267,27 +308,26 @@ def prepare_plan(
         n_columns=int(n_columns),
         **_semantics(compiled),
     )
-    old = store.read_plan(run_id)
-    if old is not None and repair:
-        return old  # the stored plan is the one to repair; the driver checks the code
     if old is not None:
+        old_digest = old.sources_digest or listing_digest(old.rows)
         same = (
             old.fingerprint == plan.fingerprint
             and old.pipeline == plan.pipeline
             and old.pipeline_kwargs == plan.pipeline_kwargs
-            and old.sources == plan.sources
+            and old_digest == plan.sources_digest
             and old.n_columns == plan.n_columns
             and old.batch_size == plan.batch_size
         )
         if same:
+            store.delete_listing(run_id, listing.name)
             return old
         if on_plan_change != "replace":
+            store.delete_listing(run_id, listing.name)
             raise RayOrchPlanChanged(
                 f"run store {store.run_uri(run_id)} already holds run {run_id} of another plan "
-                f"(fingerprint {old.fingerprint[:12]}, {len(old.sources)} sources; now "
-                f"{plan.fingerprint[:12]}, {len(plan.sources)} sources). Outputs of two plans "
+                f"(fingerprint {old.fingerprint[:12]}, {old.total_sources} sources; now "
+                f"{plan.fingerprint[:12]}, {plan.total_sources} sources). Outputs of two plans "
                 "are never mixed: delete that directory or set on_plan_change='replace'."
             )
-        store.delete_run(run_id)
-    store.write_plan(plan)
-    return plan
+        store.delete_run(run_id, keep_listing=listing.name)
+    return store.write_plan(plan)

@@ -191,7 +191,7 @@ class RunTask(BaseOperator):
         self._untimed_modules = [
             m.name for m in getattr(compiled, "modules", ()) if m.batch_timeout_s is None
         ]
-        sources, n_columns = _common.resolve_sources(
+        sources, n_columns, strings = _common.stream_sources(
             self.sources,
             modified_after=self.sources_modified_after,
             modified_before=self.sources_modified_before,
@@ -213,6 +213,7 @@ class RunTask(BaseOperator):
             n_columns=n_columns,
             compiled=compiled,
             repair=self._repairing,
+            strings=strings,
         )
         ti = context["ti"]
         self._prepared_run_id = run_id
@@ -222,7 +223,7 @@ class RunTask(BaseOperator):
         self.log.info(
             "Run %s: %d sources in %d microbatch(es), plan %s, run store %s",
             run_id,
-            len(plan.sources),
+            plan.total_sources,
             len(plan.microbatches()),
             plan.fingerprint[:12],
             store.run_uri(run_id),

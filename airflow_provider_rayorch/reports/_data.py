@@ -58,6 +58,9 @@ class MicrobatchView:
     attempt: int = 1
     #: ``{port: uri}`` of the committed attempt's files (a repaired manifest's ``files``).
     files: dict[str, str] = field(default_factory=dict)
+    #: ``{port: rows}``: the manifest's bounded sample of its source rows (None: older
+    #: manifests, whose rows are read from their files)
+    sample: dict[str, list[dict[str, Any]]] | None = None
 
     @property
     def committed(self) -> bool:
@@ -152,9 +155,11 @@ def load_run(
     timings: Mapping[int, Mapping[str, Any]] | None = None,
     *,
     now: datetime | None = None,
+    focus: int | None = None,
 ) -> RunView:
     """Read one run's plan, manifests and per-source outcomes from ``store``; its state
-    as of ``now`` (see :mod:`.state`)."""
+    as of ``now`` (see :mod:`.state`). Source rows come from the manifests' samples
+    (every row of microbatch ``focus``, and of a manifest without one, from its files)."""
     view = RunView(run_id=run_id)
     plan = store.read_plan(run_id)
     manifests = {int(m["microbatch"]["index"]): m for m in store.manifests(run_id)}
@@ -165,7 +170,7 @@ def load_run(
     )
     if plan is not None:
         view.pipeline, view.fingerprint = plan.pipeline, plan.fingerprint
-        view.total_sources = len(plan.sources)
+        view.total_sources = plan.total_sources
     for d in descriptors:
         m = manifests.get(int(d["index"]))
         mb = MicrobatchView(int(d["index"]), int(d["first_source"]), int(d["count"]), "pending")
@@ -176,6 +181,8 @@ def load_run(
             mb.elapsed_s = float(m.get("elapsed_s") or 0.0)
             mb.attempt = int(m.get("attempt") or 1)
             mb.files = {str(k): str(v) for k, v in (m.get("files") or {}).items()}
+            if m.get("sample") is not None:
+                mb.sample = {str(k): list(v) for k, v in dict(m["sample"]).items()}
             view.ports = view.ports or list((m.get("outputs") or {}).get("ports") or ["out"])
             view.pipeline = view.pipeline or str(m.get("pipeline") or "")
             view.fingerprint = view.fingerprint or str(m.get("fingerprint") or "")
@@ -211,7 +218,7 @@ def load_run(
     view.driver_logs = [
         (name, driver_log_uri(store, run_id, name)) for name in driver_log_names(store, run_id)
     ]
-    _load_rows(store, run_id, view, [] if plan is None else plan.sources)
+    _load_rows(store, run_id, view, [] if plan is None else plan.rows, focus)
     return view
 
 
@@ -224,13 +231,19 @@ def apply_state(view: RunView, state: RunState) -> None:
                 mb.state = "not_run"
 
 
-def _load_rows(store: RunStore, run_id: str, view: RunView, sources: list[Any]) -> None:
+def _load_rows(
+    store: RunStore, run_id: str, view: RunView, sources: list[Any], focus: int | None
+) -> None:
     rows: list[dict[str, Any]] = []
+    total = 0
     for mb in view.microbatches:
         if not mb.committed:
             continue
+        total += int(mb.sources.get("total", mb.count)) * len(view.ports)
         for port in view.ports:
-            for row in _output_rows(store, run_id, mb, port):
+            sampled = mb.sample is not None and mb.index != focus
+            found = (mb.sample or {}).get(port, []) if sampled else None
+            for row in found if found is not None else _output_rows(store, run_id, mb, port):
                 source = int(row["source"])
                 rows.append(
                     {
@@ -242,7 +255,7 @@ def _load_rows(store: RunStore, run_id: str, view: RunView, sources: list[Any]) 
                         "port": port,
                     }
                 )
-    view.rows_total = len(rows)
+    view.rows_total = total
     if len(rows) > MAX_SOURCE_ROWS:
         bad = [r for r in rows if r["outcome"] != "present"][:MAX_SOURCE_ROWS]
         good = [r for r in rows if r["outcome"] == "present"][: MAX_SOURCE_ROWS - len(bad)]

@@ -43,6 +43,7 @@ from airflow_provider_rayorch.runs.secrets import (
     ray_init_kwargs_from_env,
     run_store_options_from_env,
 )
+from airflow_provider_rayorch.runs.sources import source_columns
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 if TYPE_CHECKING:
@@ -313,7 +314,7 @@ def run_plan(
             reports = LiveReports(REPORT_EVERY_S).start()
         with plan_executor(plan, pipeline, address) as executor:
             stream = executor.stream(
-                *plan.columns(),
+                *source_columns(store, plan),
                 input_batch_size=plan.batch_size,
                 max_active_input_batches=plan.max_active_input_batches,
                 skip_microbatches=committed,

@@ -29,9 +29,17 @@ from airflow_provider_rayorch.runs.glob_syntax import (
 from airflow_provider_rayorch.runs.uris import fs_path, open_filesystem
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from datetime import datetime
 
-__all__ = ["SourcesNotFound", "glob_base", "glob_files", "glob_uris"]
+__all__ = [
+    "SourcesNotFound",
+    "glob_base",
+    "glob_files",
+    "glob_uris",
+    "iter_glob_files",
+    "iter_glob_uris",
+]
 
 #: The names the run store module re-exports.
 _GLOB_CHARS = GLOB_CHARS
@@ -62,6 +70,14 @@ def glob_files(
     folder (or a path without wildcards) that does not exist raises
     :class:`SourcesNotFound` naming it. ``setting`` names the glob's origin in errors.
     """
+    return list(iter_glob_files(pattern, missing_ok=missing_ok, setting=setting))
+
+
+def iter_glob_files(
+    pattern: str, *, missing_ok: bool = True, setting: str = "sources"
+) -> Iterator[tuple[str, pafs.FileInfo]]:
+    """:func:`glob_files`, lazily: the folders under the base are listed one at a
+    time, in URI order, so at most one folder's entries are held."""
     path, query = split_glob_query(pattern)
     base_path = wildcard_base(path)
     base_uri = _with_query(base_path, query)
@@ -69,26 +85,35 @@ def glob_files(
     if base_path == path:
         info = fs.get_file_info(base)
         if info.type == pafs.FileType.File:
-            return [(pattern, info)]
-        if not missing_ok and info.type == pafs.FileType.NotFound:
+            yield pattern, info
+        elif not missing_ok and info.type == pafs.FileType.NotFound:
             raise SourcesNotFound(f"sources {pattern!r}: no such file")
-        return []
+        return
     full = fs_path(path) if "://" in path else os.path.abspath(path)
     if fs.get_file_info(base).type != pafs.FileType.Directory:
         if missing_ok:
-            return []
+            return
         raise SourcesNotFound(
             f"sources glob {pattern!r}: its folder {base_uri!r} does not exist (or is not a "
             "folder); check the path, the mount or bucket, and the credentials that list it"
         )
     prefix = path[: path.find("://") + 3] if "://" in path else ""
     matcher = glob_regex(full)
-    found = [
-        (_with_query(prefix + info.path, query), info)
-        for info in fs.get_file_info(pafs.FileSelector(base, recursive=True))
-        if info.type == pafs.FileType.File and matcher.fullmatch(info.path)
-    ]
-    return sorted(found, key=lambda pair: pair[0])
+    for info in _walk(fs, base):
+        if matcher.fullmatch(info.path):
+            yield _with_query(prefix + info.path, query), info
+
+
+def _walk(fs: pafs.FileSystem, folder: str) -> Iterator[pafs.FileInfo]:
+    """The files under ``folder`` in path order, one folder listed at a time: a folder
+    sorts as its name plus ``/``, so its files come where a full sort puts them."""
+    entries = fs.get_file_info(pafs.FileSelector(folder))
+    entries.sort(key=lambda e: e.base_name + ("/" if e.type == pafs.FileType.Directory else ""))
+    for entry in entries:
+        if entry.type == pafs.FileType.Directory:
+            yield from _walk(fs, entry.path)
+        elif entry.type == pafs.FileType.File:
+            yield entry
 
 
 def glob_uris(
@@ -106,12 +131,28 @@ def glob_uris(
     ``missing_ok=False``: a base folder (or a path without wildcards) that does not
     exist raises :class:`SourcesNotFound` naming it, instead of giving an empty list.
     """
-    matched: list[str] = []
-    for uri, info in glob_files(pattern, missing_ok=missing_ok):
+    return list(
+        iter_glob_uris(
+            pattern,
+            modified_after=modified_after,
+            modified_before=modified_before,
+            missing_ok=missing_ok,
+        )
+    )
+
+
+def iter_glob_uris(
+    pattern: str,
+    *,
+    modified_after: datetime | None = None,
+    modified_before: datetime | None = None,
+    missing_ok: bool = True,
+) -> Iterator[str]:
+    """:func:`glob_uris`, lazily (one folder's entries held at a time), in the same order."""
+    for uri, info in iter_glob_files(pattern, missing_ok=missing_ok):
         mtime = info.mtime
         if mtime is not None and modified_after is not None and mtime < modified_after:
             continue
         if mtime is not None and modified_before is not None and mtime >= modified_before:
             continue
-        matched.append(uri)
-    return matched
+        yield uri

@@ -21,15 +21,18 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.runs.job_status import JobStatus  # noqa: TC001 (pydantic)
 
 __all__ = [
+    "PLAN_VERSION",
     "SCHEMA_VERSION",
     "WRITE_FIX",
     "JobStateRecord",
@@ -45,8 +48,12 @@ __all__ = [
     "validate_record",
 ]
 
-#: The schema version this provider writes (and the only one it reads).
+#: The schema version this provider writes (and the only one it reads) for every
+#: record but the plan record (:data:`PLAN_VERSION`).
 SCHEMA_VERSION = 1
+#: The plan record's schema version: 2 keeps the sources apart (:mod:`.sources`);
+#: version 1 records (sources inline) still read.
+PLAN_VERSION = 2
 
 _MESSAGE_LIMIT = 2000
 _REDACTED = "[redacted]"
@@ -76,6 +83,9 @@ class Record(BaseModel):
     KIND: ClassVar[str] = "record"
     FIX: ClassVar[str] = "delete or restore the file"
     VERSION_FIELD: ClassVar[str] = "schema_version"
+    #: The schema version written, and the ones read.
+    SCHEMA: ClassVar[int] = SCHEMA_VERSION
+    READS: ClassVar[frozenset[int]] = frozenset({SCHEMA_VERSION})
     #: Dump only the keys that were given (summaries keep their callers' shape).
     SPARSE: ClassVar[bool] = False
 
@@ -128,10 +138,11 @@ def validate_record(
             f"{_where(model.KIND, uri)} is not a JSON object but {type(data).__name__}; {fix}"
         )
     version = data.get(model.VERSION_FIELD, 1)  # records written before versions: 1
-    if version != SCHEMA_VERSION:
+    if version not in model.READS:
+        reads = " and ".join(str(v) for v in sorted(model.READS))
         raise StoreError(
             f"{_where(model.KIND, uri)} has schema version {version!r}; this "
-            f"airflow-provider-rayorch reads version {SCHEMA_VERSION} only. It was written by "
+            f"airflow-provider-rayorch reads version {reads} only. It was written by "
             "another (newer) release: upgrade the provider wherever the run store is read "
             "(Airflow workers, triggerer, API server and the Ray cluster's runtime_env)"
         )
@@ -155,7 +166,7 @@ def decode_record(model: type[R], text: str | bytes, uri: str | None = None) -> 
 def encode_record(record: Record, *, indent: int | None = None) -> bytes:
     """The record's file content, with its schema version."""
     data = record.model_dump(mode="json", exclude_unset=record.SPARSE)
-    data[record.VERSION_FIELD] = SCHEMA_VERSION
+    data[record.VERSION_FIELD] = record.SCHEMA
     return json.dumps(data, sort_keys=True, indent=indent).encode()
 
 
@@ -170,6 +181,10 @@ def microbatch_count(total_sources: int, input_batch_size: int | None) -> int:
 class PlanRecord(Record):
     """Everything a driver needs to (re)run one plan; stored as ``plan.json``.
 
+    Version 2 holds the run's metadata and microbatch layout; the source rows live in
+    the listing it names (``sources/<listing>/``, :mod:`.sources`), read a microbatch
+    at a time. A version-1 record holds its rows in ``sources``; so does a record built
+    in memory, which :meth:`.store.RunStore.write_plan` splits into listing and record.
     Its schema version is ``version`` (the field predates the other records')."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -179,11 +194,18 @@ class PlanRecord(Record):
         "and run the task again, which plans the run anew"
     )
     VERSION_FIELD: ClassVar[str] = "version"
+    SCHEMA: ClassVar[int] = PLAN_VERSION
+    READS: ClassVar[frozenset[int]] = frozenset({1, PLAN_VERSION})
 
     run_id: str
     pipeline: str
     fingerprint: str
-    sources: list[Any]
+    #: the rows inline (version 1, or in memory); never written by version 2
+    sources: list[Any] | None = Field(default=None, exclude=True)
+    #: how many source rows; the listing folder under ``sources/`` and its digest
+    total_sources: int = Field(default=0, ge=0)
+    listing: str = ""
+    sources_digest: str = ""
     input_batch_size: int | None = None
     max_active_input_batches: int = 1
     pipeline_kwargs: dict[str, Any] = Field(default_factory=dict)
@@ -191,7 +213,7 @@ class PlanRecord(Record):
     backend: str = "ray"
     ray_init_kwargs: dict[str, Any] = Field(default_factory=dict)
     created_at: str = ""
-    version: int = SCHEMA_VERSION
+    version: int = PLAN_VERSION
     #: with several source columns each row of ``sources`` is a list of that many values
     n_columns: int = 1
     #: the compiled plan's ``semantic_fingerprint`` and ``semantic_record()`` (what a
@@ -199,8 +221,43 @@ class PlanRecord(Record):
     semantic_fingerprint: str = ""
     semantic: dict[str, Any] = Field(default_factory=dict)
 
+    #: the stored listing's rows, read a microbatch at a time (set by the run store)
+    _listed: list[Any] | None = PrivateAttr(default=None)
+
+    @property
+    def rows(self) -> list[Any]:
+        """Every source row: the inline ones, or the listing's read a microbatch at a
+        time (a plan the run store read or wrote)."""
+        rows = self.sources if self.sources is not None else self._listed
+        if rows is None:
+            raise StoreError(f"plan record of run {self.run_id} was not read from a run store")
+        return rows
+
+    @model_validator(mode="before")
+    @classmethod
+    def _count_inline(cls, data: Any) -> Any:
+        """Inline rows set ``total_sources`` (and version 1, unless given); a version-2
+        file must name its listing."""
+        if isinstance(data, dict) and data.get("sources") is not None:
+            return {"version": 1, **data, "total_sources": len(data["sources"])}
+        if (
+            isinstance(data, dict)
+            and data.get("version") == PLAN_VERSION
+            and data.get("total_sources")
+            and not data.get("listing")
+        ):
+            raise ValueError("a version-2 plan record with sources names their listing")
+        return data
+
     def columns(self) -> list[list[Any]]:
-        """The source columns ``forward`` takes (one Port each)."""
+        """The source columns ``forward`` takes (one Port each), of a plan holding its
+        rows (version 1 or in memory); a stored version-2 plan reads them with
+        :func:`.sources.source_columns`."""
+        if self.sources is None:
+            raise StoreError(
+                f"plan record of run {self.run_id} keeps its sources in a listing: read them "
+                "with RunStore.read_sources"
+            )
         if self.n_columns == 1:
             return [list(self.sources)]
         return [[row[i] for row in self.sources] for i in range(self.n_columns)]
@@ -208,18 +265,32 @@ class PlanRecord(Record):
     @property
     def batch_size(self) -> int:
         """The effective source microbatch size."""
-        return self.input_batch_size or max(len(self.sources), 1)
+        return self.input_batch_size or max(self.total_sources, 1)
+
+    def microbatch(self, index: int) -> tuple[int, int]:
+        """``(first_source, count)`` of microbatch ``index``."""
+        size = self.batch_size
+        first = index * size
+        if not 0 <= index < microbatch_count(self.total_sources, size):
+            raise StoreError(f"run {self.run_id} has no microbatch {index}")
+        return first, min(size, self.total_sources - first)
 
     def microbatches(self) -> list[dict[str, int]]:
         """Descriptors ``{"index", "first_source", "count"}`` of every source microbatch."""
-        size, total = self.batch_size, len(self.sources)
+        size, total = self.batch_size, self.total_sources
         return [
             {"index": i, "first_source": i * size, "count": min(size, total - i * size)}
             for i in range(microbatch_count(total, size))
         ]
 
     def to_json(self) -> str:
-        return encode_record(self, indent=1).decode()
+        """The record's file content; a record holding its rows spells version 1 (rows
+        inline), as :meth:`.store.RunStore.write_plan` never writes it."""
+        if self.sources is None:
+            return encode_record(self, indent=1).decode()
+        data = self.model_dump(mode="json", exclude={"total_sources", "listing", "sources_digest"})
+        data.update(sources=self.sources, version=1)
+        return json.dumps(data, sort_keys=True, indent=1)
 
     @classmethod
     def from_json(cls, text: str | bytes, uri: str | None = None) -> PlanRecord:

@@ -26,6 +26,7 @@ from airflow_provider_rayorch.rayorch.errors import DriverError
 from airflow_provider_rayorch.runs.aggregate import sample_of
 from airflow_provider_rayorch.runs.attempt_claims import AttemptConflict, claim_attempt
 from airflow_provider_rayorch.runs.commit import account_lost, fail_unstorable, root_name, rows_of
+from airflow_provider_rayorch.runs.sources import source_columns
 from airflow_provider_rayorch.runs.uris import join_uri
 
 if TYPE_CHECKING:
@@ -117,10 +118,10 @@ def repair_microbatches(
     started = time.monotonic()
     fresh: dict[int, Any] = {}
     keep = set(redo)
-    skip = frozenset(i for i in range(len(plan.sources)) if i not in keep)
+    skip = frozenset(i for i in range(plan.total_sources) if i not in keep)
     with plan_executor(plan, pipeline, address) as executor:
         for mb in executor.stream(
-            *plan.columns(),
+            *source_columns(store, plan),
             input_batch_size=1,
             max_active_input_batches=max(len(redo), 1),
             skip_microbatches=skip,

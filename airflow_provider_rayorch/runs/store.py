@@ -5,6 +5,7 @@ opened through :mod:`pyarrow.fs`. Layout of one run (docs/run-store.md has every
 file and field)::
 
     <root>/<run_id>/plan.json                         the plan record (written first)
+    <root>/<run_id>/sources/<listing>/mb-00003.parquet   microbatch 3's source rows
     <root>/<run_id>/outputs/mb-00003/<port>.parquet   one file per microbatch and output Port
     <root>/<run_id>/outputs/mb-00003/attempt-2/...    a repair attempt's files (see attempts.py)
     <root>/<run_id>/manifests/mb-00003.json           microbatch manifest (lineage summary)
@@ -39,6 +40,7 @@ import pyarrow.parquet as pq
 from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.runs.job_status import JobStatus
 from airflow_provider_rayorch.runs.records import (
+    PLAN_VERSION,
     WRITE_FIX,
     JobStateRecord,
     MicrobatchManifest,
@@ -51,13 +53,14 @@ from airflow_provider_rayorch.runs.records import (
     sanitize_message,
     validate_record,
 )
+from airflow_provider_rayorch.runs.sources import SourceRows, read_listing, write_listing
 from airflow_provider_rayorch.runs.uris import join_uri, open_filesystem, store_root_of
 from airflow_provider_rayorch.runs.values import ENCODING_KEY, decode_values, encode_values
 
 from .globbing import _GLOB_CHARS, _glob_regex, glob_uris  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Iterator, Mapping, Sequence
 
 __all__ = [
     "ENCODING_KEY",
@@ -214,20 +217,84 @@ class RunStore:
         return validate_record(model, plain, self.record_uri(parts), fix=WRITE_FIX)
 
     # -- plan ----------------------------------------------------------------------
-    def write_plan(self, plan: PlanRecord) -> None:
+    def write_plan(self, plan: PlanRecord) -> PlanRecord:
+        """Write the plan record; one holding its rows (built in memory) has them
+        written as its source listing first. Returns the record as stored."""
+        if plan.sources is not None:
+            listing = write_listing(
+                self,
+                plan.run_id,
+                plan.sources,
+                n_columns=plan.n_columns,
+                batch_size=plan.input_batch_size,
+                strings=all(isinstance(v, str) for v in plan.sources),
+            )
+            plan = plan.model_copy(
+                update={
+                    "sources": None,
+                    "listing": listing.name,
+                    "total_sources": listing.total,
+                    "sources_digest": listing.digest,
+                    "version": PLAN_VERSION,
+                }
+            )
         self.write_bytes((plan.run_id, _PLAN), plan.to_json().encode())
+        plan._listed = SourceRows(self, plan)
+        return plan
 
     def read_plan(self, run_id: str) -> PlanRecord | None:
-        return self.read_record((run_id, _PLAN), PlanRecord)
+        """The plan record; its ``rows`` read its source listing a microbatch at a time."""
+        plan = self.read_record((run_id, _PLAN), PlanRecord)
+        if plan is not None:
+            plan._listed = SourceRows(self, plan)
+        return plan
 
-    def delete_run(self, run_id: str) -> None:
-        """Remove everything stored for ``run_id``."""
+    def read_sources(self, plan: PlanRecord, index: int) -> list[list[Any]]:
+        """Microbatch ``index``'s source columns (one list per column): its listing
+        file, or the rows of a version-1 plan record."""
+        return read_listing(self, plan, index)
+
+    def iter_sources(self, plan: PlanRecord) -> Iterator[Any]:
+        """Every source row of ``plan`` in order (a list per row with several
+        columns), read a microbatch at a time."""
+        for mb in plan.microbatches():
+            columns = self.read_sources(plan, mb["index"])
+            yield from (
+                columns[0] if plan.n_columns == 1 else map(list, zip(*columns, strict=True))
+            )
+
+    def delete_run(self, run_id: str, *, keep_listing: str = "") -> None:
+        """Remove everything stored for ``run_id`` (but the source listing ``keep_listing``)."""
         path = self._path(run_id)
-        if self.fs.get_file_info(path).type == pafs.FileType.Directory:
-            try:
+        if self.fs.get_file_info(path).type != pafs.FileType.Directory:
+            return
+        try:
+            if not keep_listing:
                 self.fs.delete_dir(path)
-            except OSError as exc:
-                raise self._unwritable(exc) from exc
+                return
+            for info in self.fs.get_file_info(pafs.FileSelector(path)):
+                if info.base_name == "sources" and info.type == pafs.FileType.Directory:
+                    for listing in self.fs.get_file_info(pafs.FileSelector(info.path)):
+                        if listing.base_name != keep_listing:
+                            self._delete_path(listing)
+                else:
+                    self._delete_path(info)
+        except OSError as exc:
+            raise self._unwritable(exc) from exc
+
+    def delete_listing(self, run_id: str, listing: str) -> None:
+        """Remove the source listing ``listing`` of ``run_id`` (one no plan names)."""
+        path = self._path(run_id, "sources", listing)
+        try:
+            self._delete_path(self.fs.get_file_info(path))
+        except OSError as exc:
+            raise self._unwritable(exc) from exc
+
+    def _delete_path(self, info: pafs.FileInfo) -> None:
+        if info.type == pafs.FileType.Directory:
+            self.fs.delete_dir(info.path)
+        elif info.type == pafs.FileType.File:
+            self.fs.delete_file(info.path)
 
     # -- microbatches ------------------------------------------------------------
     def committed(self, run_id: str) -> frozenset[int]:

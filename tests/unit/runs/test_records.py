@@ -218,8 +218,8 @@ def test_plan_record_keeps_its_python_api() -> None:
     assert again == plan
     assert again.batch_size == 3
     assert again.microbatches() == [{"index": 0, "first_source": 0, "count": 3}]
-    with pytest.raises(StoreError, match="version 2"):
-        PlanRecord.from_json(json.dumps({**json.loads(plan.to_json()), "version": 2}))
+    with pytest.raises(StoreError, match="version 3"):
+        PlanRecord.from_json(json.dumps({**json.loads(plan.to_json()), "version": 3}))
 
 
 def test_attempts_uses_only_the_store_public_api() -> None:

@@ -48,8 +48,11 @@ def test_microbatch_count(total: int, size: int | None, expected: int) -> None:
 def test_plan_roundtrip_and_descriptors(tmp_path) -> None:
     store = RunStore(str(tmp_path))
     plan = _plan()
-    store.write_plan(plan)
-    assert store.read_plan("r1") == plan
+    stored = store.write_plan(plan)
+    assert store.read_plan("r1") == stored
+    assert stored.sources is None
+    assert stored.total_sources == 5
+    assert [store.read_sources(stored, i) for i in range(3)] == [[[0, 1]], [[2, 3]], [[4]]]
     assert plan.microbatches() == [
         {"index": 0, "first_source": 0, "count": 2},
         {"index": 1, "first_source": 2, "count": 2},

@@ -7,6 +7,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from airflow_provider_rayorch.reports.state import read_run_state
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore, read_summary_outputs
 
 pytestmark = pytest.mark.timeout(60)
@@ -17,13 +18,16 @@ class FileReads:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.paths: list[str] = []
+        self.data: list[bytes] = []
         read_bytes = RunStore.read_bytes
         read_table = pq.read_table
         parquet_file = pq.ParquetFile
 
         def counted_bytes(store: RunStore, parts: Any) -> bytes | None:
             self.paths.append("/".join(parts))
-            return read_bytes(store, parts)
+            data = read_bytes(store, parts)
+            self.data.append(data or b"")
+            return data
 
         def counted_table(source: Any, *args: Any, **kwargs: Any) -> Any:
             self.paths.append(str(source))
@@ -87,5 +91,19 @@ def test_a_microbatch_summary_reads_only_that_microbatch(tmp_path, monkeypatch) 
 
     assert [r["value"] for r in rows] == list(range(20, 30))
     opened = reads.matching("outputs/")
-    assert opened and all("mb-00002" in p for p in opened), opened
+    assert opened
+    assert all("mb-00002" in p for p in opened), opened
     assert not [p for p in reads.matching("manifests/") if "mb-00002" not in p]
+
+
+def test_a_run_state_reads_no_source_row(tmp_path, monkeypatch) -> None:
+    store = RunStore(str(tmp_path))
+    _committed_run(store, "r", n=40, size=10)
+    reads = FileReads(monkeypatch)
+
+    state = read_run_state(store, "r")
+
+    assert state.state == "success"
+    assert reads.matching("plan.json")
+    assert not reads.matching("sources/")
+    assert not [d for d in reads.data if b"s3://b/in/" in d]
