@@ -40,7 +40,10 @@ pages, so a block cannot be left out):
 A block's documented output is the ``text``/``json`` (or plain) block right after it,
 marked ``<!-- output -->`` on the line before its fence (prose may stand between the
 two). The test compares what the block printed with it, after :func:`normalize`
-(times, ids and the test's own paths only).
+(times, ids and the test's own paths only). ``<!-- output: excerpt -->`` marks an
+excerpt of a longer output (a task's log): it must appear in what the block printed,
+where ``...`` stands for anything, ``<name>`` for one varying word (a hash), and the
+layout (whitespace) is not compared (:func:`shows_excerpt`).
 
 Blocks in other languages (``text``, ``json``, none) show output or layout, not
 commands, and are not run.
@@ -81,7 +84,7 @@ CHECKS = {
 
 _FENCE = re.compile(r"^(\s*)```\s*([\w+-]*)\s*$")
 _MARKER = re.compile(r"^\s*<!--\s*(not-run|run)\s*:\s*(.*?)\s*-->\s*$")
-_OUTPUT_MARKER = re.compile(r"^\s*<!--\s*output\s*-->\s*$")
+_OUTPUT_MARKER = re.compile(r"^\s*<!--\s*output(\s*:\s*excerpt)?\s*-->\s*$")
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ class Block:
     kind: str  # a run kind, "not-run", or "output"
     reason: str = ""  # a not-run block's reason
     output: str | None = None  # the documented output (the `<!-- output -->` block after it)
+    excerpt: bool = False  # the output is an excerpt (`<!-- output: excerpt -->`)
 
     @property
     def id(self) -> str:
@@ -133,8 +137,8 @@ def parse(path: Path) -> list[Block]:
             raise DocError(f"{page}:{i + 1}: a code block is never closed")
         body = "\n".join(ln.removeprefix(indent) for ln in lines[i + 1 : end]) + "\n"
         before = lines[i - 1] if i else ""
-        if _OUTPUT_MARKER.match(before):
-            _attach_output(blocks, page, i + 1, lang, body)
+        if output := _OUTPUT_MARKER.match(before):
+            _attach_output(blocks, page, i + 1, lang, body, excerpt=bool(output.group(1)))
         else:
             kind, reason = _kind(page, i + 1, lang, _MARKER.match(before))
             blocks.append(Block(page, i + 1, lang, body, kind, reason))
@@ -142,7 +146,9 @@ def parse(path: Path) -> list[Block]:
     return blocks
 
 
-def _attach_output(blocks: list[Block], page: str, line: int, lang: str, body: str) -> None:
+def _attach_output(
+    blocks: list[Block], page: str, line: int, lang: str, body: str, *, excerpt: bool
+) -> None:
     """An ``<!-- output -->`` block belongs to the code block right before it."""
     where = f"{page}:{line}"
     if lang not in OUTPUT:
@@ -151,7 +157,7 @@ def _attach_output(blocks: list[Block], page: str, line: int, lang: str, body: s
         raise DocError(f"{where}: `<!-- output -->` must follow the code block that prints it")
     if blocks[-1].kind not in {"python", "with-run", "shell"}:
         raise DocError(f"{where}: the output of a `{blocks[-1].kind}` block is never compared")
-    blocks[-1] = replace(blocks[-1], output=body)
+    blocks[-1] = replace(blocks[-1], output=body, excerpt=excerpt)
     blocks.append(Block(page, line, lang, body, "output"))
 
 
@@ -225,6 +231,21 @@ def normalize(text: str, paths: dict[str, str] | None = None) -> str:
     for actual, shown in (paths or {}).items():
         text = text.replace(actual, shown)
     return _ID.sub("<id>", _TIME.sub("<time>", text))
+
+
+_ELLIPSIS_OR_PLACEHOLDER = re.compile(r"(\.\.\.|<[\w-]+>)")
+
+
+def shows_excerpt(printed: str, excerpt: str) -> bool:
+    """Whether ``excerpt`` appears in ``printed``: ``...`` is anything, ``<name>`` a
+    varying word; whitespace is ignored on both sides, every other character counts."""
+    parts = _ELLIPSIS_OR_PLACEHOLDER.split(re.sub(r"\s+", "", excerpt))
+    pattern = "".join(
+        ".*?" if part == "..." else r"[^\s\"]+?" if part.startswith("<") else re.escape(part)
+        for part in parts
+        if part
+    )
+    return re.search(pattern, re.sub(r"\s+", "", printed), re.DOTALL) is not None
 
 
 #: What a ``with-run`` block runs after (see the module docstring). Its run's own

@@ -31,9 +31,11 @@ from doc_blocks import (
     normalize,
     parse,
     run_block,
+    shows_excerpt,
 )
 
 if TYPE_CHECKING:
+    import subprocess
     from pathlib import Path
 
 EXAMPLES = ROOT / "dags_examples"
@@ -115,6 +117,13 @@ def test_normalize_keeps_all_but_times_ids_and_the_tests_paths() -> None:
     assert normalize("3 rows\n") != normalize("4 rows\n")
 
 
+def test_an_excerpt_matches_only_what_was_printed() -> None:
+    printed = 'INFO - Run d.t.9f3a success: 4 sources\nLineage summary:\n{\n  "state": "success"}'
+    assert shows_excerpt(printed, 'Run d.t.<hash> success: 4 sources\n...\n{"state": "success"}')
+    assert not shows_excerpt(printed, "Run d.t.<hash> success: 5 sources")
+    assert not shows_excerpt(printed, '{"state": "failed", ...}')
+
+
 def _env(tmp_path: Path) -> dict[str, str]:
     """A user's shell in the checkout: a throwaway AIRFLOW_HOME, the examples on the
     path, no Ray or Airflow variable of this process."""
@@ -128,8 +137,18 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def _compare_output(block: Block, printed: str, paths: dict[str, str] | None = None) -> None:
-    if block.output is not None:
+def _compare_output(
+    block: Block, got: subprocess.CompletedProcess[str], paths: dict[str, str] | None = None
+) -> None:
+    """The printed output against the page's: exactly (stdout), or an excerpt (of
+    everything printed: a task's log goes to stderr)."""
+    if block.output is not None and block.excerpt:
+        printed = got.stdout + got.stderr
+        assert shows_excerpt(normalize(printed, paths), normalize(block.output)), (
+            f"{block.id}: the page's excerpt of its output is not in what it printed:\n{printed}"
+        )
+    elif block.output is not None:
+        printed = got.stdout
         assert normalize(printed, paths) == normalize(block.output), (
             f"{block.id} prints something else than the page shows"
         )
@@ -139,7 +158,7 @@ def _compare_output(block: Block, printed: str, paths: dict[str, str] | None = N
 @pytest.mark.parametrize("block", blocks_of("python"), ids=lambda b: b.id)
 def test_python_blocks_run(block: Block, tmp_path: Path) -> None:
     got = run_block(block, block.text, env=_env(tmp_path), cwd=tmp_path, timeout=150)
-    _compare_output(block, got.stdout)
+    _compare_output(block, got)
 
 
 @pytest.mark.timeout(180)
@@ -152,7 +171,7 @@ def test_blocks_that_read_a_run_run_on_a_small_real_run(block: Block, tmp_path: 
     env["AIRFLOW_CONN_RAYORCH_DEFAULT"] = json.dumps(conn)
     text = RUN_PREAMBLE + block.text.replace(RUN_STORE_PLACEHOLDER, str(store))
     got = run_block(block, text, env=env, cwd=tmp_path, timeout=150)
-    _compare_output(block, got.stdout, {str(store): RUN_STORE_PLACEHOLDER})
+    _compare_output(block, got, {str(store): RUN_STORE_PLACEHOLDER})
 
 
 def _run_exports(block: Block, tmp_path: Path) -> None:
@@ -184,7 +203,7 @@ def test_shell_blocks_run(block: Block, tmp_path: Path) -> None:
     """From the checkout, as the pages say (``airflow dags test rayorch_minimal``
     included: the getting-started path end to end)."""
     got = run_block(block, block.text, env=_env(tmp_path), cwd=ROOT, timeout=400)
-    _compare_output(block, got.stdout)
+    _compare_output(block, got)
 
 
 @pytest.mark.parametrize("block", blocks_of("not-run"), ids=lambda b: b.id)
