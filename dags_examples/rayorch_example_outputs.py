@@ -66,7 +66,7 @@ def _paths(store: RunStore, run_id: str) -> dict[str, str]:
 
 def _source_names(store: RunStore, summary: dict[str, Any]) -> list[str]:
     plan = store.read_plan(str(summary["run_id"]))
-    return [str(s) for s in plan.sources] if plan is not None else []
+    return [str(s) for s in plan.rows] if plan is not None else []
 
 
 def _failures(summary: dict[str, Any], names: list[str]) -> list[dict[str, Any]]:

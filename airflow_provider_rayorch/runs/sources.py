@@ -259,6 +259,13 @@ class SourceColumns(list[Any]):
     def __iter__(self) -> Iterator[Any]:
         return (self[j] for j in range(len(self)))
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, list | tuple):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None
+
 
 class SourceRows(SourceColumns):
     """A plan's source rows (a list per row with several columns), read a microbatch

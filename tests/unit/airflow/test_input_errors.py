@@ -64,7 +64,7 @@ def test_a_glob_that_matches_runs_as_before(tmp_path) -> None:
     inbox.mkdir()
     (inbox / "a.pdf").write_bytes(b"%PDF")
     plan = _op(tmp_path, sources=f"{inbox}/*.pdf").prepare(_context())
-    assert plan.sources == [f"{inbox}/a.pdf"]
+    assert list(plan.rows) == [f"{inbox}/a.pdf"]
 
 
 def test_the_run_sensor_skips_when_the_submit_task_prepared_no_run() -> None:

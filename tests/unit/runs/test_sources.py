@@ -73,6 +73,7 @@ def test_sources_read_back_per_microbatch_as_given(tmp_path, sources, n_columns)
     assert again is not None
     assert again.total_sources == len(sources)
     assert list(store.iter_sources(again)) == sources
+    assert again.rows == sources
     first = store.read_sources(again, 1)
     rows = first[0] if n_columns == 1 else [list(r) for r in zip(*first, strict=True)]
     assert rows == sources[2:4]
