@@ -137,3 +137,42 @@ def test_a_newer_plan_record_fails_saying_which_versions_read(tmp_path) -> None:
         StoreError, match="version 3; this airflow-provider-rayorch reads version 1 and 2"
     ):
         store.read_plan("r")
+
+
+def test_a_resumed_driver_reads_the_listing_of_pending_microbatches_only(
+    tmp_path, monkeypatch
+) -> None:
+    from airflow_provider_rayorch import job
+    from airflow_provider_rayorch.runs import driver
+
+    fingerprint = driver.import_factory("engine_pipelines:TwoColumns")().compile().fingerprint
+    store = RunStore(str(tmp_path))
+    store.write_plan(
+        PlanRecord(
+            run_id="run",
+            pipeline="engine_pipelines:TwoColumns",
+            fingerprint=fingerprint,
+            sources=[[i, f"s{i}"] for i in range(9)],
+            n_columns=2,
+            input_batch_size=3,
+            backend="local",
+        )
+    )
+    read: list[int] = []
+    real = listing_module.read_listing
+
+    def counted(store: RunStore, plan: PlanRecord, index: int) -> list[list[Any]]:
+        read.append(index)
+        return real(store, plan, index)
+
+    monkeypatch.setattr(listing_module, "read_listing", counted)
+    driver.run_plan(store, "run", report=job.write_report)
+    assert sorted(read) == [0, 1, 2]  # each microbatch's file once
+
+    (tmp_path / "run" / "manifests" / "mb-00001.json").unlink()
+    read.clear()
+    summary = driver.run_plan(store, "run", report=job.write_report)
+
+    assert read == [1]
+    assert summary["sources"]["present"] == 9
+    assert [r["value"] for r in store.read_outputs("run")][3:6] == ["3-s3", "4-s4", "5-s5"]
