@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Annotated
+from urllib.parse import urlencode
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
 from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
@@ -137,6 +138,46 @@ def task_instance_report(
         text = f"{task_id} in {dag_id} / {run_id} has no RayOrch run (yet)."
         return HTMLResponse(pages.message_page("No RayOrch report", text), status_code=404)
     return HTMLResponse(html)
+
+
+@app.get("/sources", response_class=HTMLResponse, dependencies=[_READ_TI])
+def source_pages(
+    dag_id: str,
+    run_id: str,
+    task_id: str | None = None,
+    map_index: Annotated[str, Query()] = "-1",
+    page: int = 0,
+) -> HTMLResponse:
+    """Every source row of the run a task instance (or a DAG run with one run) started,
+    ``page`` by page: a page reads the microbatches holding its sources only."""
+    from airflow_provider_rayorch.hooks.rayorch import open_run_store
+    from airflow_provider_rayorch.reports.sources_page import read_source_page, render_source_page
+
+    fields = {"dag_id": dag_id, "run_id": run_id}
+    ref: resolve.RunRef | None = None
+    with create_session() as session:
+        if task_id is None:
+            runs = resolve.find_for_dag_run(session, dag_id, run_id)
+            if len(runs) == 1:
+                ref = resolve.RunRef(
+                    runs[0].store_uri, runs[0].rayorch_run_id, None, runs[0].conn_id
+                )
+        elif map_index.lstrip("-").isdigit():
+            fields.update(task_id=task_id, map_index=map_index)
+            ref = resolve.find_for_ti(session, dag_id, run_id, task_id, int(map_index))
+    if ref is None:
+        text = f"{task_id or 'this DAG run'} in {dag_id} / {run_id} has no RayOrch run (yet)."
+        return HTMLResponse(pages.message_page("No RayOrch run", text), status_code=404)
+    store = open_run_store(ref.store_uri, ref.conn_id)
+    query = urlencode(fields)
+    try:
+        found = read_source_page(store, ref.run_id, page)
+    except StoreError as exc:  # a damaged record: say which, and what to do
+        return HTMLResponse(pages.message_page("RayOrch sources unreadable", str(exc)))
+    back = f"{'ti' if task_id is not None else 'dagrun'}?{query}"
+    return HTMLResponse(
+        render_source_page(found, query, report_href=back, stylesheet=pages.STYLESHEET)
+    )
 
 
 @app.get("/dagrun", response_class=HTMLResponse, dependencies=[_READ_TI])

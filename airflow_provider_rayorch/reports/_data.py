@@ -30,12 +30,25 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from datetime import datetime
 
+    from airflow_provider_rayorch.runs.records import PlanRecord
     from airflow_provider_rayorch.runs.store import RunStore
 
-__all__ = ["MAX_SOURCE_ROWS", "MicrobatchView", "RunView", "apply_state", "load_run"]
+__all__ = [
+    "LABELED_MICROBATCHES",
+    "MAX_SOURCE_ROWS",
+    "MicrobatchView",
+    "RunView",
+    "apply_state",
+    "label_rows",
+    "load_run",
+    "microbatch_labels",
+]
 
 #: At most this many per-source rows are listed (failures first); counts are never capped.
 MAX_SOURCE_ROWS = 5000
+#: At most this many microbatches' source rows are read to label a report's rows (the
+#: one it opens on first, then those of failures): a report's reads stay bounded.
+LABELED_MICROBATCHES = 8
 OUTCOMES = ("present", "dropped", "failed", "suppressed")
 _LABEL_CHARS = 72
 
@@ -218,7 +231,8 @@ def load_run(
     view.driver_logs = [
         (name, driver_log_uri(store, run_id, name)) for name in driver_log_names(store, run_id)
     ]
-    _load_rows(store, run_id, view, [] if plan is None else plan.rows, focus)
+    _load_rows(store, run_id, view, focus)
+    label_rows(store, plan, view.rows, focus)
     return view
 
 
@@ -231,9 +245,7 @@ def apply_state(view: RunView, state: RunState) -> None:
                 mb.state = "not_run"
 
 
-def _load_rows(
-    store: RunStore, run_id: str, view: RunView, sources: list[Any], focus: int | None
-) -> None:
+def _load_rows(store: RunStore, run_id: str, view: RunView, focus: int | None) -> None:
     rows: list[dict[str, Any]] = []
     total = 0
     for mb in view.microbatches:
@@ -248,7 +260,7 @@ def _load_rows(
                 rows.append(
                     {
                         "source": source,
-                        "label": _label(sources[source]) if source < len(sources) else "",
+                        "label": "",
                         "outcome": str(row["outcome"]),
                         "cause": row["cause"] or "",
                         "microbatch": mb.index,
@@ -262,3 +274,38 @@ def _load_rows(
         rows = bad + good
     rows.sort(key=lambda r: (int(r["source"]), str(r["port"])))
     view.rows = rows
+
+
+def microbatch_labels(store: RunStore, plan: PlanRecord, index: int) -> dict[int, str]:
+    """``{source: label}`` of microbatch ``index`` (inline rows, else its listing only)."""
+    first, count = plan.microbatch(index)
+    if plan.sources is not None:
+        return {s: _label(plan.sources[s]) for s in range(first, first + count)}
+    columns = store.read_sources(plan, index)
+    if not columns:
+        return {}
+    values = columns[0] if len(columns) == 1 else list(zip(*columns, strict=True))
+    return {first + i: _label(v) for i, v in enumerate(values)}
+
+
+def label_rows(
+    store: RunStore, plan: PlanRecord | None, rows: list[dict[str, Any]], focus: int | None
+) -> None:
+    """Label ``rows`` with their source rows: every row of a plan holding them inline,
+    else those of at most :data:`LABELED_MICROBATCHES` microbatches (``focus``, then
+    failures' first); the others keep an empty label."""
+    if plan is None or not rows:
+        return
+    if plan.sources is not None:
+        chosen = sorted({int(r["microbatch"]) for r in rows})
+    else:
+        order = [focus] if focus is not None else []
+        order += [r["microbatch"] for r in rows if r["outcome"] != "present"]
+        order += [r["microbatch"] for r in rows]
+        chosen = list(dict.fromkeys(int(i) for i in order if i is not None))
+        chosen = chosen[:LABELED_MICROBATCHES]
+    labels: dict[int, str] = {}
+    for index in chosen:
+        labels.update(microbatch_labels(store, plan, index))
+    for row in rows:
+        row["label"] = labels.get(int(row["source"]), "")

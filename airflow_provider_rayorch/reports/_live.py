@@ -14,7 +14,7 @@ from airflow_provider_rayorch.rayorch.summary import summary_state
 from airflow_provider_rayorch.runs.attempts import read_repairs
 from airflow_provider_rayorch.runs.driver_log import driver_log_names, driver_log_uri
 
-from ._data import MAX_SOURCE_ROWS, MicrobatchView, RunView, _label, _times, apply_state
+from ._data import MAX_SOURCE_ROWS, MicrobatchView, RunView, _times, apply_state, label_rows
 from .history import attempt_rows
 from .state import RunFacts, current_manifest_state, decide_state, read_job_record, with_note
 
@@ -37,7 +37,7 @@ def live_view(
     """The run as ``agg`` holds it, its state as of ``now`` (see :mod:`.state`)."""
     plan, run_id = agg.plan, agg.plan.run_id
     view = RunView(run_id=run_id, pipeline=plan.pipeline, fingerprint=plan.fingerprint)
-    view.total_sources = len(plan.sources)
+    view.total_sources = plan.total_sources
     view.ports = list(agg.ports) or ["out"]
     for d in plan.microbatches():
         mb = MicrobatchView(int(d["index"]), int(d["first_source"]), int(d["count"]), "pending")
@@ -76,13 +76,9 @@ def live_view(
     ]
     rows = agg.bad_rows[:MAX_SOURCE_ROWS]
     rows += agg.good_rows[: MAX_SOURCE_ROWS - len(rows)]
-    sources = plan.sources or []  # a plan with a source listing: no labels here
     view.rows = sorted(
-        (
-            {**r, "label": _label(sources[r["source"]]) if r["source"] < len(sources) else ""}
-            for r in rows
-        ),
-        key=lambda r: (int(r["source"]), str(r["port"])),
+        ({**r, "label": ""} for r in rows), key=lambda r: (int(r["source"]), str(r["port"]))
     )
+    label_rows(store, plan, view.rows, None)
     view.rows_total = agg.rows_total
     return view

@@ -13,7 +13,7 @@ import functools
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import jinja2
 
@@ -112,6 +112,8 @@ class ReportPage:
     #: The run's driver logs: ``{"name", "href", "uri"}``; ``href`` is relative to the
     #: kept report (None on a served page, which gives the URI instead).
     driver_logs: list[dict[str, str | None]] = field(default_factory=list)
+    #: a served page's link to every source row, page by page (the plugin's ``sources``)
+    sources_href: str | None = None
 
 
 def _driver_logs(view: RunView, *, kept: bool) -> list[dict[str, str | None]]:
@@ -215,7 +217,10 @@ def _sources_note(view: RunView) -> str:
     if not view.rows_total:
         return "no source committed yet"
     if view.rows_total > len(view.rows):
-        return f"listing {len(view.rows)} of {view.rows_total} rows: failures first"
+        return (
+            f"listing {len(view.rows)} of {view.rows_total} rows, a sample: failures "
+            "first, then the first sources of each microbatch"
+        )
     return ""
 
 
@@ -260,6 +265,7 @@ def report_page(
         focus=focus,
         form=form,
         driver_logs=_driver_logs(view, kept=kept),
+        sources_href=None if form is None else f"sources?{urlencode(form.fields)}&page=0",
     )
     if data is not None and data.timeline is not None:
         page.timeline, page.queue, page.batch_sizes = data.timeline, data.queue, data.batch_sizes

@@ -142,7 +142,7 @@ def render_run_report(
     if live is not None:
         view = live_view(store, live, timings, now=now)
     else:
-        view = load_run(store, run_id, timings, now=now)
+        view = load_run(store, run_id, timings, now=now, focus=focus)
     when = now.strftime("%Y-%m-%d %H:%M:%S UTC")
     page = report_page(view, data, when, focus=focus, form=form, kept=kept)
     if damaged:
