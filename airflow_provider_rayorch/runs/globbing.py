@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl
 
 import pyarrow.fs as pafs
 
@@ -26,6 +27,7 @@ from airflow_provider_rayorch.runs.glob_syntax import (
     split_glob_query,
     wildcard_base,
 )
+from airflow_provider_rayorch.runs.s3_listing import s3_pages
 from airflow_provider_rayorch.runs.uris import fs_path, open_filesystem
 
 if TYPE_CHECKING:
@@ -76,8 +78,9 @@ def glob_files(
 def iter_glob_files(
     pattern: str, *, missing_ok: bool = True, setting: str = "sources"
 ) -> Iterator[tuple[str, pafs.FileInfo]]:
-    """:func:`glob_files`, lazily: the folders under the base are listed one at a
-    time, in URI order, so at most one folder's entries are held."""
+    """:func:`glob_files`, lazily, in URI order: on S3 a page of keys at a time
+    (:mod:`.s3_listing`), elsewhere one folder at a time, so at most a page (or one
+    folder's entries) is held."""
     path, query = split_glob_query(pattern)
     base_path = wildcard_base(path)
     base_uri = _with_query(base_path, query)
@@ -99,7 +102,10 @@ def iter_glob_files(
         )
     prefix = path[: path.find("://") + 3] if "://" in path else ""
     matcher = glob_regex(full)
-    for info in _walk(fs, base):
+    pages = None
+    if isinstance(fs, pafs.S3FileSystem):
+        pages = s3_pages(base, dict(parse_qsl(query)))
+    for info in pages if pages is not None else _walk(fs, base):
         if matcher.fullmatch(info.path):
             yield _with_query(prefix + info.path, query), info
 

@@ -112,3 +112,24 @@ def test_an_s3_store_that_cannot_be_reached_says_how_to_give_its_endpoint(
     assert isinstance(err.value, OSError)  # callers that catch OSError still do
     with pytest.raises(StoreError, match=r"cannot open sources s3://rayorch/in/: .*query string"):
         glob_uris("s3://rayorch/in/*.txt")
+
+
+def test_a_sources_glob_lists_an_s3_prefix_page_by_page_in_uri_order(
+    moto_s3: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_provider_rayorch.runs import globbing
+
+    credential_chain(monkeypatch, moto_s3)
+    client = moto_s3.client()
+    keys = [f"paged/{i:04d}.txt" for i in range(1003)] + ["paged/sub/z.txt", "paged/0010-.txt"]
+    for key in keys:
+        client.put_object(Bucket=BUCKET, Key=key, Body=b"x")
+
+    def no_folder_listing(*_: object) -> None:
+        raise AssertionError("an S3 glob is listed by pages, not a folder at a time")
+
+    monkeypatch.setattr(globbing, "_walk", no_folder_listing)
+    q = endpoint_query(moto_s3)
+    found = list(globbing.iter_glob_uris(f"s3://{BUCKET}/paged/**/*.txt?{q}"))
+
+    assert found == sorted(f"s3://{BUCKET}/{key}?{q}" for key in keys)
