@@ -25,11 +25,15 @@ from ._svg import duration, fmt, share
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from ._data import RunView
+    from ._data import MicrobatchView, RunView
     from .history import AttemptRow
     from .model import Plot, ReportData
 
 __all__ = ["ReportPage", "SourceForm", "css", "render_message", "render_report", "render_runs"]
+
+#: At most this many microbatches are listed and drawn (the one a page opens on, failed
+#: ones, then the newest committed): a report's size does not grow with the run.
+MAX_MICROBATCH_ROWS = 500
 
 _CALL_KEYS = (
     "replicas",
@@ -93,6 +97,8 @@ class ReportPage:
     microbatch_legend: list[tuple[str, str]]
     microbatch_rows: list[dict[str, Any]]
     times_note: str
+    #: says which microbatches are listed when not all are
+    microbatches_note: str
     completion_plot: Plot
     no_timeline_note: str
     source_rows: list[Mapping[str, Any]]
@@ -159,9 +165,22 @@ def _cards(view: RunView) -> list[tuple[str, str]]:
     return cards
 
 
-def _microbatch_rows(view: RunView) -> list[dict[str, Any]]:
+def _listed(view: RunView, focus: int | None) -> list[MicrobatchView]:
+    """The microbatches the page lists: all, or :data:`MAX_MICROBATCH_ROWS` of them."""
+    every = view.microbatches
+    if len(every) <= MAX_MICROBATCH_ROWS:
+        return list(every)
+    order = [mb for mb in every if mb.index == focus]
+    order += [mb for mb in every if mb.state == "failed"]
+    order += [mb for mb in reversed(every) if mb.committed]
+    keep = list(dict.fromkeys(mb.index for mb in [*order, *every]))[:MAX_MICROBATCH_ROWS]
+    chosen = set(keep)
+    return [mb for mb in every if mb.index in chosen]
+
+
+def _microbatch_rows(listed: Sequence[MicrobatchView]) -> list[dict[str, Any]]:
     rows = []
-    for mb in view.microbatches:
+    for mb in listed:
         s = mb.sources
         cells = [str(s.get(k, "")) for k in ("present", "dropped", "failed", "suppressed")]
         cells += [str(mb.grains.get("dispatched", "")), str(mb.grains.get("retried", ""))]
@@ -241,6 +260,7 @@ def report_page(
     states = ["success", "failed", "not run" if ended else "pending"]
     committed = any(mb.committed for mb in view.microbatches)
     multi = len(view.ports) > 1
+    listed = _listed(view, focus)
     page = ReportPage(
         run_id=view.run_id,
         pipeline=view.pipeline,
@@ -250,9 +270,13 @@ def report_page(
         job_status=view.job_status,
         state_message=view.state_message,
         cards=_cards(view),
-        microbatch_plot=plots.microbatch_spans(view.microbatches, span),
+        microbatch_plot=plots.microbatch_spans(listed, span),
         microbatch_legend=plots.legend({k: plots.OUTCOME_COLORS[k] for k in states}),
-        microbatch_rows=_microbatch_rows(view),
+        microbatch_rows=_microbatch_rows(listed),
+        microbatches_note=""
+        if len(listed) == len(view.microbatches)
+        else f"listing {len(listed)} of {len(view.microbatches)} microbatches: the failed "
+        "ones, then the newest committed (the counts above are the run's)",
         times_note="Commit times are the manifests' modification times."
         if view.times_from_store and committed
         else "",

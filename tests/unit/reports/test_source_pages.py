@@ -88,3 +88,26 @@ def test_the_plugin_serves_every_source_page_by_page(
     assert rows == [str(s) for s in range(600)]
     assert 'href="sources?dag_id=d&amp;run_id=r&amp;task_id=t&amp;map_index=-1&amp;page=1"' in first
     assert "page=0" in second
+
+
+def test_a_report_lists_a_bounded_number_of_microbatches(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the cap: the one the page opens on, failed ones, then the newest committed."""
+    from airflow_provider_rayorch.reports import page as pages
+
+    from .conftest import RUN, make_run
+
+    store = make_run(tmp_path, committed=(0, 1, 2))
+    monkeypatch.setattr(pages, "MAX_MICROBATCH_ROWS", 2)
+    html = render_run_report(store, RUN)  # mb 0 and mb 1 failed, mb 2 succeeded
+    assert [r[0] for r in parse(html).rows["microbatch-table"][1:]] == ["mb 0", "mb 1"]
+    assert "listing 2 of 3 microbatches" in html
+    focused = render_run_report(store, RUN, focus=2)
+    assert [r[0] for r in parse(focused).rows["microbatch-table"][1:]] == ["mb 0", "mb 2"]
+    monkeypatch.setattr(pages, "MAX_MICROBATCH_ROWS", 1)
+    newest = render_run_report(store, RUN, focus=None)
+    assert [r[0] for r in parse(newest).rows["microbatch-table"][1:]] == ["mb 0"]
+    assert 'data-state="success"' in html
+    monkeypatch.setattr(pages, "MAX_MICROBATCH_ROWS", 3)
+    assert "microbatches-note" not in render_run_report(store, RUN)
