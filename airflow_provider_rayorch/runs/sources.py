@@ -157,10 +157,15 @@ def write_listing(
             if held:
                 current.write(held)
             current.close()
-    except OSError as exc:
-        raise StoreError(
-            f"cannot write the source listing of run {run_id} to {store.uri}: {exc}"
-        ) from exc
+    except BaseException as exc:  # a row that is no JSON value, a listing that failed
+        if current is not None:
+            current.close()
+        store.delete_listing(run_id, name)  # no plan names it
+        if isinstance(exc, OSError):
+            raise StoreError(
+                f"cannot write the source listing of run {run_id} to {store.uri}: {exc}"
+            ) from exc
+        raise
     return Listing(name, total, digest.hexdigest())
 
 

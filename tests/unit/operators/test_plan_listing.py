@@ -107,5 +107,6 @@ def test_a_version_1_plan_compares_with_its_inline_sources(tmp_path) -> None:
 def test_sources_that_are_not_json_values_are_refused(tmp_path) -> None:
     store = RunStore(str(tmp_path))
     with pytest.raises(ValueError, match="must be JSON values"):
-        _prepare(store, [b"bytes"])
+        _prepare(store, ["a", "b", "c", "d", b"bytes"])
     assert store.read_plan("r") is None
+    assert not list((tmp_path / "r" / "sources").iterdir())  # the partial listing is gone
