@@ -16,7 +16,7 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_rayorch.common import local_heads
+from airflow_provider_rayorch.common import head_logs, local_heads
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -47,12 +47,14 @@ def group_members(pgid: int) -> list[Any]:
 
 def stop_local_head(head: Mapping[str, Any], *, timeout: float = 10.0) -> None:
     """Stop the head's own process group: SIGTERM, then SIGKILL after ``timeout``;
-    then remove its temp dir and its records."""
+    then keep its logs if ``$RAYORCH_HEAD_LOG_ARCHIVE`` says where
+    (:func:`head_logs.archive`), remove its temp dir and its records."""
     pgid = int(head["pgid"])
     if pgid <= 1 or pgid == os.getpgrp():
         raise ValueError(f"refusing to signal process group {pgid}")
     if head.get("address"):
         local_heads.unregister(str(head["address"]))
+    leader_alive = local_heads.process_start(pgid) is not None  # `ray start` exits if a part dies
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(pgid, sig)
@@ -65,6 +67,7 @@ def stop_local_head(head: Mapping[str, Any], *, timeout: float = 10.0) -> None:
             break
     temp_dir = head.get("temp_dir")
     if temp_dir and os.path.basename(str(temp_dir)).startswith("rayh"):
+        head_logs.archive(dict(head), leader_alive=leader_alive)
         shutil.rmtree(str(temp_dir), ignore_errors=True)
     local_heads.forget(pgid)
 
@@ -100,11 +103,13 @@ def is_that_head(head: Mapping[str, Any]) -> bool:
 
 
 def _stop_recorded(head: local_heads.StartedHead, timeout: float) -> bool:
-    """Stop a recorded head if its group is still the one recorded; drop the record."""
+    """Stop a recorded head if its group is still the one recorded; drop the record
+    (keeping the logs of a head found dead, as ``stop_local_head`` does)."""
     if _still_recorded(head):
         stop_local_head(head.as_info(), timeout=timeout)
         return True
     if head.temp_dir and os.path.basename(head.temp_dir).startswith("rayh"):
+        head_logs.archive(head.as_info(), leader_alive=False)
         shutil.rmtree(head.temp_dir, ignore_errors=True)
     local_heads.forget(head.pgid)
     return False

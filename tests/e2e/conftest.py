@@ -17,10 +17,13 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from typing import TYPE_CHECKING
 
+import e2e_runs
 from deployment import Deployment, start_deployment, start_listener_deployment
 from e2e_helpers import E2E_DAGS, EXAMPLES, ROOT
 from real_cluster import TokenCluster, start_token_cluster
 from rest import UNPAUSED, AirflowRest
+
+from airflow_provider_rayorch.common import head_logs
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -153,9 +156,12 @@ def _pause_what_the_module_unpaused() -> Iterator[None]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A failed test that used the deployment gets every component's log tail."""
+    """A failed test that used the deployment gets every component's log tail, and the
+    logs of the loopback Ray heads that died (``head_logs.digest``)."""
     outcome = yield
     report = outcome.get_result()
     deployment = getattr(item, "funcargs", {}).get("airflow_deployment")
     if report.failed and isinstance(deployment, Deployment):
         report.sections.append(("airflow deployment logs", deployment.logs()))
+        if e2e_runs.HEAD_LOG_ARCHIVE and (heads := head_logs.digest(e2e_runs.HEAD_LOG_ARCHIVE)):
+            report.sections.append(("loopback Ray heads that failed", heads))

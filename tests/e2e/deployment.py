@@ -246,6 +246,7 @@ def start_deployment(
 
     ``extra_env``: variables that win over :func:`deployment_env`'s (an ``AIRFLOW__*``
     one over the script's defaults too), e.g. the OpenLineage settings."""
+    import e2e_runs
     from e2e_helpers import ROOT
 
     sys.path.insert(0, str(ROOT / "tests" / "unit" / "reports"))
@@ -263,6 +264,10 @@ def start_deployment(
     plugins_folder(airflow_home)
     env = deployment_env(user_home, landing)
     env["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(airflow_home / "plugins")
+    # the loopback heads' logs outlive their stops: every deployment of the session
+    # keeps them in one folder, which a failure report reads (e2e_runs.failure_digest)
+    e2e_runs.HEAD_LOG_ARCHIVE = root.parent / "ray-head-logs"
+    env["RAYORCH_HEAD_LOG_ARCHIVE"] = str(e2e_runs.HEAD_LOG_ARCHIVE)
     env.update(extra_env or {})
     port = free_port()
     deployment = Deployment(

@@ -5,23 +5,33 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_rayorch.common import head_logs
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from pathlib import Path
 
     from deployment import Deployment
     from rest import AirflowRest
 
 RUN_DEADLINE_S = 240
 
+#: Where the deployments keep their loopback heads' logs ($RAYORCH_HEAD_LOG_ARCHIVE of
+#: their components; set by deployment.start_deployment).
+HEAD_LOG_ARCHIVE: Path | None = None
+
 
 def failure_digest(rest: AirflowRest, dag_id: str, run_id: str) -> str:
-    """State of every task instance, and the error lines of the failed ones."""
+    """State of every task instance, the error lines of the failed ones, and what the
+    logs of the loopback Ray heads that died say (``HEAD_LOG_ARCHIVE``, ``head_logs.digest``)."""
     lines = []
     for (task_id, map_index), ti in sorted(rest.task_instances(dag_id, run_id).items()):
         lines.append(f"{task_id}[{map_index}]: {ti['state']} (try {ti['try_number']})")
         if ti["state"] in ("failed", "up_for_retry") and ti["try_number"]:
             log = rest.task_log(dag_id, run_id, task_id, ti["try_number"], map_index)
             lines += [f"    {x[:1500]}" for x in _failure_lines(log.splitlines())]
+    if HEAD_LOG_ARCHIVE and (heads := head_logs.digest(HEAD_LOG_ARCHIVE)):
+        lines.append(heads)
     return "\n".join(lines)
 
 
