@@ -42,8 +42,9 @@ marked ``<!-- output -->`` on the line before its fence (prose may stand between
 two). The test compares what the block printed with it, after :func:`normalize`
 (times, ids and the test's own paths only). ``<!-- output: excerpt -->`` marks an
 excerpt of a longer output (a task's log): it must appear in what the block printed,
-where ``...`` stands for anything, ``<name>`` for one varying word (a hash), and the
-layout (whitespace) is not compared (:func:`shows_excerpt`).
+where ``...`` stands for anything, ``<name>`` for one varying word (a hash); the
+layout (whitespace) and a log line's decoration (its time, level, logger and
+``loc=``) are not compared (:func:`shows_excerpt`).
 
 Blocks in other languages (``text``, ``json``, none) show output or layout, not
 commands, and are not run.
@@ -236,9 +237,15 @@ def normalize(text: str, paths: dict[str, str] | None = None) -> str:
 _ELLIPSIS_OR_PLACEHOLDER = re.compile(r"(\.\.\.|<[\w-]+>)")
 
 
+_LOG_PREFIX = re.compile(r"^\s*(?:<time>|\d{4}-\d\d-\d\dT\S+)\s+\[\s*\w+\s*\]\s?", re.MULTILINE)
+_LOG_SUFFIX = re.compile(r"\s+\[[\w.]+\]\s+loc=\S+[^\n]*$", re.MULTILINE)
+
+
 def shows_excerpt(printed: str, excerpt: str) -> bool:
     """Whether ``excerpt`` appears in ``printed``: ``...`` is anything, ``<name>`` a
-    varying word; whitespace is ignored on both sides, every other character counts."""
+    varying word; log decorations and whitespace are ignored, every other character
+    counts."""
+    printed = _LOG_SUFFIX.sub("", _LOG_PREFIX.sub("", printed))
     parts = _ELLIPSIS_OR_PLACEHOLDER.split(re.sub(r"\s+", "", excerpt))
     pattern = "".join(
         ".*?" if part == "..." else r"[^\s\"]+?" if part.startswith("<") else re.escape(part)

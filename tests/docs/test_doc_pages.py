@@ -118,8 +118,13 @@ def test_normalize_keeps_all_but_times_ids_and_the_tests_paths() -> None:
 
 
 def test_an_excerpt_matches_only_what_was_printed() -> None:
-    printed = 'INFO - Run d.t.9f3a success: 4 sources\nLineage summary:\n{\n  "state": "success"}'
-    assert shows_excerpt(printed, 'Run d.t.<hash> success: 4 sources\n...\n{"state": "success"}')
+    printed = (
+        "2026-12-04T21:20:04.303770Z [info     ] Run d.t.9f3a success: 4 sources [a.b] loc=x.py:1\n"
+        '<time> [info     ] Lineage summary:\n{\n  "state": "success"} [a.b] loc=x.py:2\n'
+    )
+    assert shows_excerpt(
+        printed, 'Run d.t.<hash> success: 4 sources\nLineage summary:\n{"state": "success"}'
+    )
     assert not shows_excerpt(printed, "Run d.t.<hash> success: 5 sources")
     assert not shows_excerpt(printed, '{"state": "failed", ...}')
 
