@@ -15,7 +15,9 @@ and its start time, the head's temp dir and address, the process that started it
 whether it came up. A head's teardown stops every head recorded under its setup's
 key, a setup try stops the heads earlier tries of its key were still starting when
 they died, and scripts/deployment.py's ``stop`` stops every head recorded in its own
-directory. Imports neither airflow nor ray.
+directory. The ports a head is given are reserved here until it has bound them
+(``reserve_ports``), so heads started at once never get the same one. Imports
+neither airflow nor ray.
 """
 
 from __future__ import annotations
@@ -25,13 +27,14 @@ import hashlib
 import json
 import os
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
 
 __all__ = [
     "LocalHead",
@@ -43,6 +46,8 @@ __all__ = [
     "process_start",
     "read_token",
     "register",
+    "release_ports",
+    "reserve_ports",
     "run_key",
     "started_heads",
     "unregister",
@@ -242,3 +247,56 @@ def started_heads(key: str | None = None) -> list[StartedHead]:
         if key is None or head.run_key == key:
             found.append(head)
     return sorted(found, key=lambda h: h.start or 0)
+
+
+# -- ports of heads being started ----------------------------------------------------------
+
+#: Seconds a port stays reserved for a head that never releases it (its starter died).
+PORT_HOLD_S = 600.0
+
+
+@contextlib.contextmanager
+def _ports_locked() -> Iterator[Path]:
+    import fcntl
+
+    path = _private_dir() / "ports.json"
+    with open(_private_dir() / "ports.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield path
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _reserved(path: Path) -> dict[str, float]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    now = time.time()
+    return {str(p): float(t) for p, t in dict(data).items() if float(t) > now}
+
+
+def reserve_ports(count: int, pick: Callable[[], int]) -> list[int]:
+    """``count`` distinct ports from ``pick`` (a free-port probe), none reserved by
+    another head being started on this machine; they stay reserved until
+    :func:`release_ports` (or :data:`PORT_HOLD_S`). A probe's port is free only until
+    its socket closes: two heads started at once could otherwise probe the same port
+    and the second to bind it would fail."""
+    with _ports_locked() as path:
+        reserved = _reserved(path)
+        ports: list[int] = []
+        while len(ports) < count:
+            port = pick()
+            if str(port) not in reserved and port not in ports:
+                ports.append(port)
+        until = time.time() + PORT_HOLD_S
+        _write(path, {**reserved, **{str(p): until for p in ports}})
+    return ports
+
+
+def release_ports(ports: Iterable[int]) -> None:
+    """Drop the reservations of ``ports`` (the head bound them, or its start failed)."""
+    with _ports_locked() as path:
+        gone = {str(p) for p in ports}
+        _write(path, {p: t for p, t in _reserved(path).items() if p not in gone})

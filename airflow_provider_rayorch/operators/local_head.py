@@ -157,8 +157,8 @@ def start_local_head(
     ``key``, see :func:`local_heads.run_key`) as soon as its process group exists.
     Until it is up, ``RayLocalHeadStartOperator.on_kill`` (a signal handler) stops it
     and the start fails."""
-    dashboard_port, gcs_port = _free_port(), _free_port()
-    client_port, agent_port = _free_port(), _free_port()
+    ports = local_heads.reserve_ports(4, _free_port)
+    dashboard_port, gcs_port, client_port, agent_port = ports
     temp_dir = tempfile.mkdtemp(prefix="rayh", dir=temp_root or "/tmp")  # mode 0700
     # a caller's RAY_AUTH_TOKEN in ``env`` becomes the file's token (the variable would win)
     token_path = _write_token(temp_dir, token or dict(env or {}).get("RAY_AUTH_TOKEN"))
@@ -208,6 +208,7 @@ def start_local_head(
         raise
     finally:
         _STARTING.remove(starting)
+        local_heads.release_ports(ports)  # bound by the head now, or it is stopped
 
 
 def _wait_until_up(
