@@ -11,16 +11,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import TaskGroup
-from airflow.sdk.configuration import conf
 
 from airflow_provider_rayorch.common.states import JOB_ID_KEY, RUN_ID_KEY, RUN_STORE_KEY, JobStatus
-from airflow_provider_rayorch.exceptions import RayOrchClusterError
+from airflow_provider_rayorch.exceptions import RayOrchClusterError, RayOrchPermanentError
+from airflow_provider_rayorch.operators._map_length import (
+    literal_source_count,
+    too_many_microbatches,
+)
 from airflow_provider_rayorch.operators._run_task import RunTask
 from airflow_provider_rayorch.operators._submit import JobSubmitting
 from airflow_provider_rayorch.operators.local_head import (
     RayLocalHeadStartOperator,
     RayLocalHeadStopOperator,
 )
+from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.sensors._wait_mode import LISTENER_SENSOR_WINDOW, wait_mode
 from airflow_provider_rayorch.sensors.rayorch import (
     MICROBATCH_MAP_INDEX_TEMPLATE,
@@ -80,12 +84,11 @@ class RayOrchSubmitOperator(JobSubmitting, RunTask):
             )
         plan = self.prepare(context)
         descriptors = plan.microbatches()
-        limit = conf.getint("core", "max_map_length", fallback=1024)
-        if len(descriptors) > limit:
-            raise ValueError(
-                f"{len(descriptors)} microbatches exceed [core] max_map_length={limit}: raise "
-                "input_batch_size or max_map_length"
-            )
+        too_many = too_many_microbatches(
+            plan.total_sources, plan.input_batch_size, f"task {self.task_id}"
+        )
+        if too_many is not None:  # Airflow could not expand the microbatch sensors
+            self._refuse_unmappable(plan.run_id, too_many)
         store = self._store()
         if store.read_run_manifest(plan.run_id) is not None:
             self.log.info("Run %s already finished; nothing to submit", plan.run_id)
@@ -104,6 +107,17 @@ class RayOrchSubmitOperator(JobSubmitting, RunTask):
 
                 state.set(JOB_ID_KEY, job_id, retention=NEVER_EXPIRE)
         return descriptors
+
+    def _refuse_unmappable(self, run_id: str, message: str) -> None:
+        """Fail before submitting. When no job ever ran the run, its plan is deleted (the
+        next try after the fix, a larger ``input_batch_size``, plans it afresh) and the
+        run store says why no job started; a run a job already ran is left as it is."""
+        store = self._store()
+        state = store.read_job_state(run_id)
+        if state is None or state.get("job_status") == JobStatus.NOT_STARTED:
+            store.delete_run(run_id)
+            self._record_job_state(run_id, JobStatus.NOT_STARTED, message)
+        raise RayOrchPermanentError(message)
 
 
 def rayorch_microbatch_group(
@@ -146,6 +160,7 @@ def rayorch_microbatch_group(
     ``sensor_kwargs`` sets ``max_active_tis_per_dagrun``. ``outputs_asset_alias`` is the
     ``run`` sensor's: once the run passed, its outputs folder as an Asset event.
     """
+    _check_map_length(group_id, sources, input_batch_size)
     with TaskGroup(group_id) as group:
         prefix = f"{group.group_id}." if group.group_id else ""
         head = None
@@ -202,3 +217,15 @@ def rayorch_microbatch_group(
             head >> submit
             run >> stop.as_teardown(setups=head)
     return group
+
+
+def _check_map_length(group_id: str, sources: Any, input_batch_size: Any) -> None:
+    """Literal sources in more microbatches than Airflow maps fail the DAG's parse."""
+    total = literal_source_count(sources)
+    if total is None or not (input_batch_size is None or isinstance(input_batch_size, int)):
+        return
+    too_many = too_many_microbatches(
+        total, input_batch_size, f"rayorch_microbatch_group({group_id!r})"
+    )
+    if too_many is not None:
+        raise UsageError(too_many)
