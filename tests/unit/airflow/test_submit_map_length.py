@@ -7,7 +7,7 @@ from unittest import mock
 
 import pytest
 
-from airflow_provider_rayorch.exceptions import RayOrchPermanentError
+from airflow_provider_rayorch.exceptions import RayOrchJobFailed, RayOrchPermanentError
 from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
 from airflow_provider_rayorch.operators.microbatch import (
     RayOrchSubmitOperator,
@@ -15,6 +15,7 @@ from airflow_provider_rayorch.operators.microbatch import (
 )
 from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.runs.store import RunStore
+from airflow_provider_rayorch.sensors.rayorch import RayOrchRunSensor
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -76,6 +77,13 @@ def test_submit_refuses_more_microbatches_than_max_map_length_before_submitting(
     assert state is not None
     assert state["job_status"] == "NOT_STARTED"
     assert "max_map_length" in state["message"]
+    run = RayOrchRunSensor(  # as the group renders it: the submit pushed no job id
+        task_id="run", run_id=op._run_id(ctx), run_store=str(tmp_path), job_id="None"
+    )
+    run.__dict__["_store_hook"] = hook
+    hook.run_store.side_effect = RunStore
+    with pytest.raises(RayOrchJobFailed, match=r"never started a Ray job.*max_map_length = 4"):
+        run.execute(ctx)
     # the fix the error gives works on the same run: the cleared submit maps 3 microbatches
     op.input_batch_size = 3
     hook.submit_job.return_value = "job-1"
