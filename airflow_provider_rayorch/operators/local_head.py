@@ -157,8 +157,13 @@ def start_local_head(
     ``key``, see :func:`local_heads.run_key`) as soon as its process group exists.
     Until it is up, ``RayLocalHeadStartOperator.on_kill`` (a signal handler) stops it
     and the start fails."""
-    ports = local_heads.reserve_ports(4, _free_port)
-    dashboard_port, gcs_port, client_port, agent_port = ports
+    # Every port the head's processes listen on is chosen here, none left to Ray: the
+    # raylet waits only about 15 s for an agent to report a port it picked itself (a
+    # port file), and on a loaded machine a slow agent misses that and the raylet aborts
+    # (`WaitForDashboardAgentPorts` / `WaitForRuntimeEnvAgentPort`), taking the head down.
+    ports = local_heads.reserve_ports(7, _free_port)
+    dashboard_port, gcs_port, client_port, agent_port = ports[:4]
+    agent_grpc_port, metrics_port, runtime_env_port = ports[4:]
     temp_dir = tempfile.mkdtemp(prefix="rayh", dir=temp_root or "/tmp")  # mode 0700
     # a caller's RAY_AUTH_TOKEN in ``env`` becomes the file's token (the variable would win)
     token_path = _write_token(temp_dir, token or dict(env or {}).get("RAY_AUTH_TOKEN"))
@@ -173,6 +178,9 @@ def start_local_head(
         f"--dashboard-port={dashboard_port}",
         f"--ray-client-server-port={client_port}",
         f"--dashboard-agent-listen-port={agent_port}",
+        f"--dashboard-agent-grpc-port={agent_grpc_port}",
+        f"--metrics-export-port={metrics_port}",
+        f"--runtime-env-agent-port={runtime_env_port}",
         f"--temp-dir={temp_dir}",
         "--disable-usage-stats",
         *([f"--num-cpus={int(num_cpus)}"] if num_cpus is not None else []),
