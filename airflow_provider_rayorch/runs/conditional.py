@@ -40,6 +40,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pyarrow.fs as pafs
 
 from airflow_provider_rayorch.rayorch.errors import StoreError
+from airflow_provider_rayorch.runs.s3_listing import s3_addressing_style, s3_client_kwargs
 
 if TYPE_CHECKING:
     from .store import RunStore
@@ -157,29 +158,6 @@ def _client_key(style: str, kwargs: dict[str, Any]) -> tuple[str, ...]:
     )
 
 
-def _client_kwargs(store: RunStore) -> dict[str, Any]:
-    """boto3 client arguments from the store's pyarrow S3 options (URI query, then
-    ``run_store_options``); what is not set comes from boto3's own chain."""
-    query = dict(parse_qsl(urlsplit(store.uri).query)) if "://" in store.uri else {}
-    options: dict[str, Any] = {**query, **store.options}
-    kwargs: dict[str, Any] = {}
-    if options.get("endpoint_override"):
-        endpoint = str(options["endpoint_override"])
-        if "://" not in endpoint:
-            endpoint = f"{options.get('scheme') or 'https'}://{endpoint}"
-        kwargs["endpoint_url"] = endpoint
-    names = {
-        "region": "region_name",
-        "access_key": "aws_access_key_id",
-        "secret_key": "aws_secret_access_key",
-        "session_token": "aws_session_token",
-    }
-    for option, name in names.items():
-        if options.get(option):
-            kwargs[name] = str(options[option])
-    return kwargs
-
-
 class S3ConditionalWrites:
     """Conditional PUTs through boto3 (see the module docstring)."""
 
@@ -194,9 +172,8 @@ class S3ConditionalWrites:
                 "pip install 'airflow-provider-rayorch[s3]'"
             ) from None
         options = {**dict(parse_qsl(urlsplit(store.uri).query)), **store.options}
-        virtual = str(options.get("force_virtual_addressing", "")).lower() in ("1", "true")
-        style = "virtual" if virtual else "path"
-        kwargs = _client_kwargs(store)
+        style = s3_addressing_style(options)
+        kwargs = s3_client_kwargs(options)
         key = _client_key(style, kwargs)
         self.uri = store.uri
         with _CLIENTS_LOCK:  # boto3 clients are thread-safe; making one is not

@@ -18,7 +18,7 @@ import pyarrow.fs as pafs
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
-__all__ = ["s3_client_kwargs", "s3_pages"]
+__all__ = ["s3_addressing_style", "s3_client_kwargs", "s3_pages"]
 
 
 def s3_client_kwargs(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -42,6 +42,16 @@ def s3_client_kwargs(options: Mapping[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
+def s3_addressing_style(options: Mapping[str, Any]) -> str:
+    """boto3's S3 addressing style for pyarrow S3 options: ``virtual`` where
+    ``force_virtual_addressing`` is set, else ``path``."""
+    return "virtual" if _truthy(options, "force_virtual_addressing") else "path"
+
+
+def _truthy(options: Mapping[str, Any], name: str) -> bool:
+    return str(options.get(name, "")).lower() in ("1", "true")
+
+
 def s3_pages(folder: str, options: Mapping[str, Any]) -> Iterator[pafs.FileInfo] | None:
     """The files under ``folder`` (``bucket/prefix``) in key order, a page at a time;
     None without boto3."""
@@ -52,12 +62,8 @@ def s3_pages(folder: str, options: Mapping[str, Any]) -> Iterator[pafs.FileInfo]
         return None
     from botocore import UNSIGNED
 
-    def truthy(name: str) -> bool:
-        return str(options.get(name, "")).lower() in ("1", "true")
-
-    style = "virtual" if truthy("force_virtual_addressing") else "path"
-    config = Config(s3={"addressing_style": style})
-    if truthy("anonymous"):
+    config = Config(s3={"addressing_style": s3_addressing_style(options)})
+    if _truthy(options, "anonymous"):
         config = config.merge(Config(signature_version=UNSIGNED))
     client = boto3.client("s3", config=config, **s3_client_kwargs(options))
     return _pages(client, folder)
