@@ -259,6 +259,10 @@ class SourceColumns(list[Any]):
         j = int(i) + n if int(i) < 0 else int(i)
         if not 0 <= j < n:
             raise IndexError(i)
+        return self._at(j)
+
+    def _at(self, j: int) -> Any:
+        """The value at index ``j`` (in range)."""
         return self._chunks.value(self._column, j)
 
     def __iter__(self) -> Iterator[Any]:
@@ -279,17 +283,8 @@ class SourceRows(SourceColumns):
     def __init__(self, store: RunStore, plan: PlanRecord) -> None:
         super().__init__(_Chunks(store, plan), -1)
 
-    @overload
-    def __getitem__(self, i: SupportsIndex) -> Any: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Any]: ...
-    def __getitem__(self, i: SupportsIndex | slice) -> Any:
-        n = len(self)
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(n))]
-        j = int(i) + n if int(i) < 0 else int(i)
-        if not 0 <= j < n:
-            raise IndexError(i)
+    def _at(self, j: int) -> Any:
+        """Row ``j`` (in range): its one value, or a list of its columns' values."""
         chunks = self._chunks
         if chunks.plan.n_columns == 1:
             return chunks.value(0, j)
