@@ -8,39 +8,22 @@ import re
 from typing import TYPE_CHECKING
 
 import pytest
+from repair_plans import write_flaky_plan
 
 from airflow_provider_rayorch import job
 from airflow_provider_rayorch.rayorch.errors import DriverError
 from airflow_provider_rayorch.runs import driver
-from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-pytestmark = pytest.mark.timeout(60)
+    from airflow_provider_rayorch.runs.store import RunStore
 
-SPEC = "repair_pipelines:Flaky"
+pytestmark = pytest.mark.timeout(60)
 
 
 def _plan(tmp_path: Path, n: int = 6, size: int = 3) -> tuple[RunStore, Path]:
-    state = tmp_path / "state"
-    state.mkdir()
-    store = RunStore(str(tmp_path / "store"))
-    compiled = driver.import_factory(SPEC)(state_dir=str(state)).compile()
-    store.write_plan(
-        PlanRecord(
-            run_id="run",
-            pipeline=SPEC,
-            fingerprint=compiled.fingerprint,
-            sources=list(range(n)),
-            input_batch_size=size,
-            pipeline_kwargs={"state_dir": str(state)},
-            backend="local",
-            semantic_fingerprint=compiled.semantic_fingerprint,
-            semantic=compiled.semantic_record(),
-        )
-    )
-    return store, state
+    return write_flaky_plan(tmp_path, "run", sources=n, batch_size=size)
 
 
 def _calls(state: Path) -> list[int]:

@@ -20,12 +20,12 @@ from unittest import mock
 
 import pytest
 from airflow.sdk.exceptions import TaskDeferred
+from repair_plans import write_flaky_plan
 from submit_fakes import JsonHandler, start, stop
 
 from airflow_provider_rayorch.exceptions import RayOrchJobFailed
 from airflow_provider_rayorch.runs import driver
 from airflow_provider_rayorch.runs.resumes import newest_job, read_resume, successor_id
-from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 from airflow_provider_rayorch.sensors._resume import RunResume
 from airflow_provider_rayorch.sensors.rayorch import RayOrchMicrobatchSensor, RayOrchRunSensor
 
@@ -33,8 +33,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+    from airflow_provider_rayorch.runs.store import RunStore
+
 pytestmark = pytest.mark.timeout(60)
-SPEC = "repair_pipelines:Flaky"
 FIRST = "rayorch-0123-try1"
 KILLED = "Job entrypoint command failed with exit code -9"
 
@@ -98,23 +99,7 @@ def jobs_api(monkeypatch) -> Iterator[FakeJobsApi]:
 @pytest.fixture
 def died_run(tmp_path: Path) -> tuple[RunStore, Path]:
     """A run of 8 sources in 4 microbatches whose job died after committing 0 and 1."""
-    state = tmp_path / "state"
-    state.mkdir()
-    store = RunStore(str(tmp_path / "store"))
-    compiled = driver.import_factory(SPEC)(state_dir=str(state)).compile()
-    store.write_plan(
-        PlanRecord(
-            run_id="r",
-            pipeline=SPEC,
-            fingerprint=compiled.fingerprint,
-            sources=list(range(8)),
-            input_batch_size=2,
-            pipeline_kwargs={"state_dir": str(state)},
-            backend="local",
-            semantic_fingerprint=compiled.semantic_fingerprint,
-            semantic=compiled.semantic_record(),
-        )
-    )
+    store, state = write_flaky_plan(tmp_path, "r", sources=8, batch_size=2)
     driver.run_plan(store, "r")
     for index in (2, 3):
         store.delete(("r", "manifests", f"mb-{index:05d}.json"))

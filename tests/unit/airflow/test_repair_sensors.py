@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from unittest import mock
 
 import pytest
+from repair_plans import write_flaky_plan
 from test_repair_operator import _Cluster
 
 from airflow_provider_rayorch.exceptions import (
@@ -19,36 +20,20 @@ from airflow_provider_rayorch.exceptions import (
 from airflow_provider_rayorch.runs import driver
 from airflow_provider_rayorch.runs.attempts import read_repair, write_repair
 from airflow_provider_rayorch.runs.lease import RepairLease
-from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 from airflow_provider_rayorch.sensors.rayorch import RayOrchMicrobatchSensor, RayOrchRunSensor
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from airflow_provider_rayorch.runs.store import RunStore
+
 pytestmark = pytest.mark.timeout(60)
-SPEC = "repair_pipelines:Flaky"
 
 
 @pytest.fixture
 def failed_run(tmp_path: Path) -> tuple[_Cluster, RunStore, Path]:
     """A finished run of 6 sources in 2 microbatches; source 1 SUPPRESSED, 4 FAILED."""
-    state = tmp_path / "state"
-    state.mkdir()
-    store = RunStore(str(tmp_path / "store"))
-    compiled = driver.import_factory(SPEC)(state_dir=str(state)).compile()
-    store.write_plan(
-        PlanRecord(
-            run_id="r",
-            pipeline=SPEC,
-            fingerprint=compiled.fingerprint,
-            sources=list(range(6)),
-            input_batch_size=3,
-            pipeline_kwargs={"state_dir": str(state)},
-            backend="local",
-            semantic_fingerprint=compiled.semantic_fingerprint,
-            semantic=compiled.semantic_record(),
-        )
-    )
+    store, state = write_flaky_plan(tmp_path, "r", sources=6, batch_size=3)
     (state / "fail-1").touch()
     (state / "fail-root-4").touch()
     driver.run_plan(store, "r")
