@@ -40,6 +40,13 @@ class JsonHandler(BaseHTTPRequestHandler):
             return False
         return True
 
+    def answer_listing_or_logs(self, path: str, jobs: list[Any]) -> bool:
+        """:meth:`answer_listing`, and an empty log for a job's ``/logs`` route."""
+        if path.endswith("/logs"):
+            self.answer(200, {"logs": ""})
+            return True
+        return self.answer_listing(path, jobs)
+
 
 def start(handler: type[BaseHTTPRequestHandler], port: int = 0) -> ThreadingHTTPServer:
     """``handler`` served on 127.0.0.1 (``port`` 0: a free one) by a daemon thread."""

@@ -54,10 +54,7 @@ class FakeJobsApi:
         class Handler(JsonHandler):
             def do_GET(self) -> None:
                 path = self.path.rstrip("/")
-                if self.answer_listing(path, list(api.jobs.values())):
-                    return
-                if path.endswith("/logs"):
-                    self.answer(200, {"logs": ""})
+                if self.answer_listing_or_logs(path, list(api.jobs.values())):
                     return
                 job = api.jobs.get(path.rsplit("/", 1)[-1])
                 self.answer(404, "no such job") if job is None else self.answer(200, job)
@@ -129,6 +126,32 @@ def _sensor(api: FakeJobsApi, store: RunStore, index: int, **kw: Any) -> RayOrch
     )
 
 
+def _run_sensor(api: FakeJobsApi, store: RunStore, **kw: Any) -> RayOrchRunSensor:
+    return RayOrchRunSensor(
+        task_id="run",
+        run_id="r",
+        run_store=store.uri,
+        job_id=FIRST,
+        ray_address=api.address,
+        poke_interval=0.01,
+        **kw,
+    )
+
+
+def _resume(api: FakeJobsApi, store: RunStore, index: int, **kw: Any) -> RunResume:
+    """The resume of microbatch ``index``'s task, through its sensor's hook."""
+    return RunResume(
+        hook=_sensor(api, store, index).hook,
+        store=store,
+        run_id="r",
+        first_job=FIRST,
+        owner=f"task {index}",
+        interval=0.01,
+        log=logging.getLogger("test"),
+        **kw,
+    )
+
+
 def _watched(sensor: RayOrchMicrobatchSensor, ctx: dict[str, Any]) -> str:
     """The job the sensor defers on."""
     with pytest.raises(TaskDeferred) as deferred:
@@ -171,15 +194,7 @@ def test_the_run_task_waits_for_the_job_that_resumed_the_run(
 ) -> None:
     store, _ = died_run
     resumed = _watched(_sensor(jobs_api, store, 2), _ctx(2, 2, map_index=2))
-    run = RayOrchRunSensor(
-        task_id="run",
-        run_id="r",
-        run_store=store.uri,
-        job_id=FIRST,
-        ray_address=jobs_api.address,
-        poke_interval=0.01,
-        deferrable=False,
-    )
+    run = _run_sensor(jobs_api, store, deferrable=False)
     assert run.poke(_ctx(1, 2, map_index=-1)).is_done is False  # not the dead first job
     jobs_api.finish(resumed)
     result = run.poke(_ctx(1, 2, map_index=-1))
@@ -193,18 +208,7 @@ def test_two_tasks_that_notice_at_once_submit_one_job(
     """Both read the chain before either recorded the resume: they name the same
     successor and submit the same id; Ray takes it once, the second attaches."""
     store, _ = died_run
-    resumes = [
-        RunResume(
-            hook=_sensor(jobs_api, store, index).hook,
-            store=store,
-            run_id="r",
-            first_job=FIRST,
-            owner=f"task {index}",
-            interval=0.01,
-            log=logging.getLogger("test"),
-        )
-        for index in (2, 3)
-    ]
+    resumes = [_resume(jobs_api, store, index) for index in (2, 3)]
     with mock.patch("airflow_provider_rayorch.sensors._resume.read_resume", return_value=None):
         jobs = [r._submit(successor_id(FIRST), after=FIRST, why="FAILED") for r in resumes]
     assert jobs == [f"{FIRST}-resume1"] * 2
@@ -282,16 +286,7 @@ def test_the_run_task_names_the_task_to_clear_when_the_job_died(
     jobs_api: FakeJobsApi, died_run: tuple[RunStore, Path]
 ) -> None:
     store, _ = died_run
-    run = RayOrchRunSensor(
-        task_id="run",
-        run_id="r",
-        run_store=store.uri,
-        job_id=FIRST,
-        ray_address=jobs_api.address,
-        poke_interval=0.01,
-        deferrable=False,
-        submit_task_id="docs.submit",
-    )
+    run = _run_sensor(jobs_api, store, deferrable=False, submit_task_id="docs.submit")
     with pytest.raises(RayOrchJobFailed) as failed:
         run.poke(_ctx(1, 2, map_index=-1))
     message = str(failed.value)
@@ -309,16 +304,8 @@ def test_the_run_task_ending_in_the_triggerer_names_the_task_to_clear(
 
     store, _ = died_run
     jobs_api.jobs[FIRST]["status"] = "RUNNING"
-    run = RayOrchRunSensor(
-        task_id="run",
-        run_id="r",
-        run_store=store.uri,
-        job_id=FIRST,
-        ray_address=jobs_api.address,
-        poke_interval=0.01,
-        deferrable=True,
-        end_from_trigger=True,
-        submit_task_id="docs.submit",
+    run = _run_sensor(
+        jobs_api, store, deferrable=True, end_from_trigger=True, submit_task_id="docs.submit"
     )
     with pytest.raises(TaskDeferred) as deferred:
         run.execute(_ctx(1, 2, map_index=-1))
@@ -344,15 +331,6 @@ def test_a_microbatch_committed_just_before_the_job_ended_starts_no_job(
 ) -> None:
     """The manifest shows up between the task's first look and the job read."""
     store, _ = died_run
-    resume = RunResume(
-        hook=_sensor(jobs_api, store, 2).hook,
-        store=store,
-        run_id="r",
-        first_job=FIRST,
-        owner="task 2",
-        interval=0.01,
-        log=logging.getLogger("test"),
-        needed=lambda: False,
-    )
+    resume = _resume(jobs_api, store, 2, needed=lambda: False)
     assert resume.job_to_watch() == FIRST
     assert jobs_api.posts == []

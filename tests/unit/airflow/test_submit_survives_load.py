@@ -69,11 +69,9 @@ class FakeJobsApi:
         class Handler(JsonHandler):
             def do_GET(self) -> None:
                 path = self.path.rstrip("/")
-                if self.answer_listing(path, list(api.jobs.values())):
+                if self.answer_listing_or_logs(path, list(api.jobs.values())):
                     return
-                if path.endswith("/logs"):
-                    self.answer(200, {"logs": ""})
-                elif api.first_post == "accepted-then-disconnect" and not api.gets_failed:
+                if api.first_post == "accepted-then-disconnect" and not api.gets_failed:
                     api.gets_failed = True  # the check after the dropped POST fails too
                     self.answer(503, "upstream connect error")
                 else:
