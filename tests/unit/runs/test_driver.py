@@ -5,27 +5,9 @@ import pytest
 from airflow_provider_rayorch import job
 from airflow_provider_rayorch.runs import driver
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
+from tests.unit.runs.plans import write_fake_plan
 
 pytestmark = pytest.mark.timeout(30)
-
-
-def _store_plan(
-    tmp_path, fake, *, n: int = 7, size: int = 3, poison=(), pipeline="fake_pipelines:Square"
-):
-    store = RunStore(str(tmp_path))
-    factory = driver.import_factory(pipeline)
-    fingerprint = factory(poison=list(poison)).compile().fingerprint
-    store.write_plan(
-        PlanRecord(
-            run_id="run",
-            pipeline=pipeline,
-            fingerprint=fingerprint,
-            sources=list(range(n)),
-            input_batch_size=size,
-            pipeline_kwargs={"poison": list(poison)},
-        )
-    )
-    return store
 
 
 def _store_local_plan(tmp_path, spec: str, sources: list, **record) -> RunStore:
@@ -46,7 +28,7 @@ def _store_local_plan(tmp_path, spec: str, sources: list, **record) -> RunStore:
 
 
 def test_run_writes_outputs_manifests_and_run_manifest(tmp_path, fake_engine) -> None:
-    store = _store_plan(tmp_path, fake_engine, poison=[4])
+    store = write_fake_plan(tmp_path, poison=[4])
     summary = driver.run_plan(store, "run")
     assert store.committed("run") == frozenset({0, 1, 2})
     assert summary["state"] == "failed"
@@ -69,7 +51,7 @@ def test_run_writes_outputs_manifests_and_run_manifest(tmp_path, fake_engine) ->
 
 
 def test_restart_skips_committed_microbatches(tmp_path, fake_engine, monkeypatch) -> None:
-    store = _store_plan(tmp_path, fake_engine, n=10, size=2)
+    store = write_fake_plan(tmp_path, n=10, size=2)
     monkeypatch.setattr(fake_engine.FakeExecutor, "crash_after", 2)
     with pytest.raises(fake_engine.CrashAfter):
         driver.run_plan(store, "run")
@@ -86,7 +68,7 @@ def test_restart_skips_committed_microbatches(tmp_path, fake_engine, monkeypatch
 
 
 def test_changed_plan_is_refused(tmp_path, fake_engine, monkeypatch) -> None:
-    store = _store_plan(tmp_path, fake_engine)
+    store = write_fake_plan(tmp_path)
     monkeypatch.setattr(fake_engine.Square, "salt", "v2")
     with pytest.raises(driver.DriverError) as err:
         driver.run_plan(store, "run")

@@ -3,33 +3,19 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from airflow_provider_rayorch.runs import driver
-from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
+from tests.unit.runs.plans import write_fake_plan
+
+if TYPE_CHECKING:
+    from airflow_provider_rayorch.runs.store import RunStore
 
 pytestmark = pytest.mark.timeout(120)
 
 WATCHDOG_S = 30
-
-
-def _store_plan(tmp_path: Any, *, n: int, size: int) -> RunStore:
-    store = RunStore(str(tmp_path))
-    spec = "fake_pipelines:Square"
-    fingerprint = driver.import_factory(spec)(poison=[]).compile().fingerprint
-    store.write_plan(
-        PlanRecord(
-            run_id="run",
-            pipeline=spec,
-            fingerprint=fingerprint,
-            sources=list(range(n)),
-            input_batch_size=size,
-            pipeline_kwargs={"poison": []},
-        )
-    )
-    return store
 
 
 def test_a_slow_live_report_does_not_hold_the_next_commit(
@@ -37,7 +23,7 @@ def test_a_slow_live_report_does_not_hold_the_next_commit(
 ) -> None:
     """A report stuck on a slow store (it waits until every microbatch committed): the
     commit loop still commits every microbatch, and the final report is written."""
-    store = _store_plan(tmp_path, n=9, size=3)
+    store = write_fake_plan(tmp_path, n=9, size=3)
     monkeypatch.setattr(driver, "REPORT_EVERY_S", 0.0)  # a live report after each commit
     for name in ("call_metrics", "timeline"):  # the fake engine measures nothing
         monkeypatch.setattr(fake_engine.FakeExecutor, name, lambda self: [], raising=False)
