@@ -202,7 +202,8 @@ def test_a_list_in_two_buckets_is_two_inputs_and_inline_values_none(store_root) 
     assert inputs_of(event) == {("s3://raw", "in/2026"): 2, ("gs://other", "x"): 1}
 
 
-def test_a_job_that_ended_without_a_manifest_says_why(tmp_path, store_root, fake_engine) -> None:
+def _operator_whose_job_failed(tmp_path, store_root):
+    """An operator whose job ended FAILED before any manifest, and its task instance."""
     from airflow_provider_rayorch.exceptions import RayOrchJobFailed
 
     op = _operator(store_root, landing(tmp_path, {"a": 2}))
@@ -211,6 +212,11 @@ def test_a_job_that_ended_without_a_manifest_says_why(tmp_path, store_root, fake
     ti = ti_for()
     with pytest.raises(RayOrchJobFailed):
         op.execute(context_for(ti))
+    return op, ti
+
+
+def test_a_job_that_ended_without_a_manifest_says_why(tmp_path, store_root, fake_engine) -> None:
+    op, ti = _operator_whose_job_failed(tmp_path, store_root)
     event = build_event(op.get_openlineage_facets_on_failure(ti), "fail")
     check_event(event)
     assert "OOM killed" in event["run"]["facets"]["errorMessage"]["message"]
@@ -280,12 +286,5 @@ def test_a_task_that_failed_before_submitting_reports_no_output(
 
 
 def test_a_job_that_committed_nothing_reports_no_output(tmp_path, store_root, fake_engine) -> None:
-    from airflow_provider_rayorch.exceptions import RayOrchJobFailed
-
-    op = _operator(store_root, landing(tmp_path, {"a": 2}))
-    op.hook.submit_job.side_effect = lambda entrypoint, *, submission_id, **kw: submission_id
-    op.hook.get_job_info.side_effect = lambda j: {"status": "FAILED", "message": "OOM killed"}
-    ti = ti_for()
-    with pytest.raises(RayOrchJobFailed):
-        op.execute(context_for(ti))
+    op, ti = _operator_whose_job_failed(tmp_path, store_root)
     assert outputs_of(build_event(op.get_openlineage_facets_on_failure(ti), "fail")) == []
