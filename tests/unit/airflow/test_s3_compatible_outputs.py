@@ -48,13 +48,25 @@ def _two_microbatches(store: RunStore, run_id: str, values: list[Any]) -> dict[s
     }
 
 
+def _s3_run(
+    monkeypatch: pytest.MonkeyPatch,
+    moto_s3: S3Server,
+    conn_id: str,
+    folder: str,
+    run_id: str,
+    values: list[Any],
+) -> dict[str, Any]:
+    """The summary of a run of two committed microbatches of ``values``, in
+    ``s3://BUCKET/<folder>``: the run store of connection ``conn_id``."""
+    root = f"s3://{BUCKET}/{folder}"
+    _connection(monkeypatch, conn_id, moto_s3, root)
+    return _two_microbatches(RunStore(root, moto_s3.options()), run_id, values)
+
+
 def test_the_hook_reads_a_summarys_outputs_from_an_s3_compatible_store(
     moto_s3: S3Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = f"s3://{BUCKET}/hook-runs"
-    _connection(monkeypatch, "rayorch_minio", moto_s3, root)
-    store = RunStore(root, moto_s3.options())
-    run = _two_microbatches(store, "r1", [10, 11, 12, 13])
+    run = _s3_run(monkeypatch, moto_s3, "rayorch_minio", "hook-runs", "r1", [10, 11, 12, 13])
     hook = RayOrchHook("rayorch_minio")
     assert [r["value"] for r in hook.read_summary_outputs(run)] == [10, 11, 12, 13]
     microbatch = {**run, "microbatch": {"index": 1, "first_source": 2, "count": 2}}
@@ -69,10 +81,8 @@ def test_the_ingest_examples_report_reads_an_s3_compatible_store(
 ) -> None:
     from airflow.dag_processing.dagbag import DagBag
 
-    root = f"s3://{BUCKET}/ingest-runs"
-    _connection(monkeypatch, "rayorch_default", moto_s3, root)
-    store = RunStore(root, moto_s3.options())
-    run = _two_microbatches(store, "ingest", [{"words": 3}, {"words": 4}])
+    values = [{"words": 3}, {"words": 4}]
+    run = _s3_run(monkeypatch, moto_s3, "rayorch_default", "ingest-runs", "ingest", values)
     dag = DagBag(dag_folder=str(EXAMPLES / "rayorch_ingest.py")).dags["rayorch_ingest"]
     report = dag.get_task("report").python_callable  # type: ignore[attr-defined]
     assert report(run) == {"documents": 2, "words": 7}
