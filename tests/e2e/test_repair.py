@@ -48,8 +48,6 @@ FILES = [
     # the pipeline the DAG names; the dags folder is on the workers' (and head's) path
     ROOT / "tests" / "unit" / "airflow" / "repair_pipelines.py",
 ]
-#: The run test_clearing_a_red_microbatch_... repaired, for the UI test after it.
-REPAIRED: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
@@ -105,31 +103,48 @@ def _clear_and_wait(rest: AirflowRest, run_id: str, index: int) -> dict[tuple[st
     return dict(rest.wait(done, 200, f"the repair of microbatch {index} to end"))
 
 
-def test_clearing_a_red_microbatch_repairs_only_its_failed_sources(
+@pytest.fixture(scope="module")
+def repaired_run(
     repair_dag: str, airflow_rest: AirflowRest, airflow_deployment: Deployment
-) -> None:
+) -> dict[str, Any]:
+    """A first run whose microbatch 0 fails (source 1's flaky service), then, the service
+    back, that microbatch cleared as repair.md says and its repair ended: what each step
+    showed (task instances, XComs, UDF calls), for the tests that read it."""
     rest = airflow_rest
     state = _state_dir(airflow_deployment.root, "repair-flaky", "fail-1")
-    run_id, tis = _first_run(rest, state)
-    assert tis[(MB, 0)]["state"] == "failed"  # red: source 1's pages failed
-    assert tis[(MB, 1)]["state"] == "success"
-    red = rest.xcom(DAG_ID, run_id, MB, map_index=0)
-    assert red["sources"]["suppressed"] == 1
-    assert [f["source"] for f in red["failures"]] == [1]
-    assert "flaky service" in red["failures"][0]["cause"]
-    assert _calls(state) == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
-    # issue 18 finding 1: the failed run's surfaces say failed, none says running
-    failed = rest.xcom(DAG_ID, run_id, "docs.run", key="rayorch_summary")
-    assert_surfaces_say(airflow_deployment.url, DAG_ID, run_id, failed, "failed")
+    run_id, first = _first_run(rest, state)
+    seen: dict[str, Any] = {"run_id": run_id, "first": first, "first_calls": _calls(state)}
+    seen["red"] = rest.xcom(DAG_ID, run_id, MB, map_index=0)
+    seen["failed"] = rest.xcom(DAG_ID, run_id, "docs.run", key="rayorch_summary")
+    # the failed run's surfaces say failed, none says running (checked before the repair)
+    assert_surfaces_say(airflow_deployment.url, DAG_ID, run_id, seen["failed"], "failed")
 
     (state / "fail-1").unlink()  # the service is back
     (state / "calls.log").unlink()
-    tis = _clear_and_wait(rest, run_id, 0)
+    seen["repaired"] = _clear_and_wait(rest, run_id, 0)
+    seen["repair_calls"] = _calls(state)
+    return seen
 
+
+def test_clearing_a_red_microbatch_repairs_only_its_failed_sources(
+    repaired_run: dict[str, Any], airflow_rest: AirflowRest, airflow_deployment: Deployment
+) -> None:
+    rest, run_id = airflow_rest, repaired_run["run_id"]
+    tis = repaired_run["first"]
+    assert tis[(MB, 0)]["state"] == "failed"  # red: source 1's pages failed
+    assert tis[(MB, 1)]["state"] == "success"
+    red = repaired_run["red"]
+    assert red["sources"]["suppressed"] == 1
+    assert [f["source"] for f in red["failures"]] == [1]
+    assert "flaky service" in red["failures"][0]["cause"]
+    assert repaired_run["first_calls"] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+
+    tis = repaired_run["repaired"]
     assert tis[(MB, 0)]["state"] == "success", failure_digest(rest, DAG_ID, run_id)
     assert tis[("docs.run", -1)]["state"] == "success", failure_digest(rest, DAG_ID, run_id)
     assert rest.run(DAG_ID, run_id)["state"] == "success"
-    assert _calls(state) == [1, 1]  # zero UDF calls for the PRESENT sources 0, 2, 3, 4, 5
+    # zero UDF calls for the PRESENT sources 0, 2, 3, 4, 5
+    assert repaired_run["repair_calls"] == [1, 1]
     green = rest.xcom(DAG_ID, run_id, MB, map_index=0)
     assert green["state"] == "success"
     assert green["attempt"] == 2
@@ -148,16 +163,15 @@ def test_clearing_a_red_microbatch_repairs_only_its_failed_sources(
     rows = read_summary_outputs(run)
     assert [(r["source"], r["outcome"]) for r in rows] == [(i, "present") for i in range(6)]
     assert [r["value"] for r in rows] == [[i * 20, i * 20 + 2] for i in range(6)]
-    REPAIRED["run_id"] = run_id
 
 
-def test_the_ui_shows_the_repaired_microbatch_and_its_attempts(shots: Shots) -> None:
+def test_the_ui_shows_the_repaired_microbatch_and_its_attempts(
+    repaired_run: dict[str, Any], shots: Shots
+) -> None:
     """Screenshots for docs/airflow/repair.md: the grid and the mapped task instances
     after the repair (microbatch 0 green on its second try), and the report's
     'Repairs and attempts' table."""
-    if "run_id" not in REPAIRED:
-        pytest.skip("needs the run test_clearing_a_red_microbatch_... repaired")
-    run_id = REPAIRED["run_id"]
+    run_id = repaired_run["run_id"]
     shots.open(run_path(DAG_ID, run_id), DAG_ID, "docs")
     shots.expand_grid("ray_head", "submit", "microbatch", "run")
     shots.shot("repair-grid")
