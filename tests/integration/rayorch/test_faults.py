@@ -13,6 +13,7 @@ import ray
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.execution.ray_backend import RayBackend
 
+from .test_fault_matrix import START_TIMEOUT_S
 from .udfs import (
     ExitOnInit,
     Gate,
@@ -84,9 +85,11 @@ def test_time_waiting_for_resources_does_not_count_against_the_start_timeout() -
     ray.get(holder.is_open.remote())
     try:
         pipeline = OneModule(Identity, replicas=2, num_cpus=1)
-        with ro.Executor(pipeline, backend="ray", actor_start_timeout_s=15) as executor:
+        # the start timeout follows a start measured on this machine in this run
+        timeout_s = max(15, START_TIMEOUT_S)
+        with ro.Executor(pipeline, backend="ray", actor_start_timeout_s=timeout_s) as executor:
             executor.open()
-            time.sleep(20)  # the scenario: the second actor waits past its start timeout
+            time.sleep(timeout_s + 5)  # the scenario: the second actor waits past it
             first = executor.run(["a", "b"])
             ray.kill(holder)
             executor.warm_up(timeout_s=60)
