@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
 
 class JsonHandler(BaseHTTPRequestHandler):
@@ -46,6 +46,21 @@ class JsonHandler(BaseHTTPRequestHandler):
             self.answer(200, {"logs": ""})
             return True
         return self.answer_listing(path, jobs)
+
+    def answer_job(self, path: str, jobs: Mapping[str, Any]) -> None:
+        """The job whose id ends ``path``, or 404 where ``jobs`` has none."""
+        job = jobs.get(path.rsplit("/", 1)[-1])
+        if job is None:
+            self.answer(404, f"Job {path} does not exist")
+        else:
+            self.answer(200, job)
+
+    def answer_get(self, jobs: Mapping[str, Any]) -> None:
+        """A ``GET`` of Ray's Jobs API over ``jobs`` (id to job): version, listing, empty
+        logs, one job."""
+        path = self.path.rstrip("/")
+        if not self.answer_listing_or_logs(path, list(jobs.values())):
+            self.answer_job(path, jobs)
 
 
 def start(handler: type[BaseHTTPRequestHandler], port: int = 0) -> ThreadingHTTPServer:

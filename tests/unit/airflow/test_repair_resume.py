@@ -53,11 +53,7 @@ class FakeJobsApi:
 
         class Handler(JsonHandler):
             def do_GET(self) -> None:
-                path = self.path.rstrip("/")
-                if self.answer_listing_or_logs(path, list(api.jobs.values())):
-                    return
-                job = api.jobs.get(path.rsplit("/", 1)[-1])
-                self.answer(404, "no such job") if job is None else self.answer(200, job)
+                self.answer_get(api.jobs)
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

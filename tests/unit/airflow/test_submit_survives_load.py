@@ -75,11 +75,7 @@ class FakeJobsApi:
                     api.gets_failed = True  # the check after the dropped POST fails too
                     self.answer(503, "upstream connect error")
                 else:
-                    job = api.jobs.get(path.rsplit("/", 1)[-1])
-                    if job is None:
-                        self.answer(404, f"Job {path} does not exist")
-                    else:
-                        self.answer(200, job)
+                    self.answer_job(path, api.jobs)
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
