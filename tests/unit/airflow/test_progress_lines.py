@@ -10,7 +10,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from airflow_provider_rayorch.runs import driver
-from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
+from tests.unit.runs.plans import write_fake_plan
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -20,27 +20,10 @@ LINE = re.compile(
 )
 
 
-def _plan(tmp_path, poison=()) -> RunStore:
-    store = RunStore(str(tmp_path))
-    spec = "fake_pipelines:Square"
-    fingerprint = driver.import_factory(spec)(poison=list(poison)).compile().fingerprint
-    store.write_plan(
-        PlanRecord(
-            run_id="run",
-            pipeline=spec,
-            fingerprint=fingerprint,
-            sources=list(range(7)),
-            input_batch_size=3,
-            pipeline_kwargs={"poison": list(poison)},
-        )
-    )
-    return store
-
-
 def test_driver_prints_one_human_line_per_committed_microbatch(
     tmp_path, fake_engine, capsys
 ) -> None:
-    driver.run_plan(_plan(tmp_path, poison=[4]), "run")
+    driver.run_plan(write_fake_plan(tmp_path, poison=[4]), "run")
     lines = [line for line in capsys.readouterr().out.splitlines() if LINE.match(line)]
     parsed = [LINE.match(line).groups() for line in lines]  # type: ignore[union-attr]
     assert [(g[0], g[1]) for g in parsed] == [("1", "3"), ("2", "3"), ("3", "3")]
