@@ -5,42 +5,14 @@ from __future__ import annotations
 
 import gc
 from collections import Counter
-from typing import Any
 
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.runtime.lineage import Entity, Grain
 from airflow_provider_rayorch.rayorch.runtime.state import Microbatch
+from tests.integration.rayorch.streaming_udfs import PAGES_PER_SOURCE, Tiny
 
 ENGINE_TYPES = (Microbatch, Entity, Grain)
 BATCH, ACTIVE = 500, 2
-#: A source n becomes n % 3 pages.
-PAGES_PER_SOURCE = 2
-
-
-class Split:
-    def run(self, xs: list[int]) -> list[list[int]]:
-        return [list(range(x % 3)) for x in xs]
-
-
-class Double:
-    def run(self, xs: list[int]) -> list[int]:
-        return [2 * x for x in xs]
-
-
-class Join:
-    def run(self, groups: list[list[int]], xs: list[int]) -> list[int]:
-        return [x + sum(g) for g, x in zip(groups, xs, strict=True)]
-
-
-class Tiny(ro.Pipeline):
-    def __init__(self) -> None:
-        self.split = ro.RayModule(Split).ray_options(batch_size=64)
-        self.double = ro.RayModule(Double).ray_options(batch_size=64)
-        self.join = ro.RayModule(Join).ray_options(batch_size=64)
-
-    def forward(self, x: Any) -> Any:
-        pages = ro.F.expand(self.split(x), domain="page")
-        return self.join(ro.F.reduce(self.double(pages)), x)
 
 
 def live(baseline: Counter[str] | None = None) -> Counter[str]:
