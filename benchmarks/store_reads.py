@@ -36,33 +36,31 @@ def write_run(store: RunStore, run_id: str, n: int, size: int) -> dict[str, obje
     store.write_plan(plan)
     middle: dict[str, object] = {}
     for mb in plan.microbatches():
-        index, first, count = mb["index"], mb["first_source"], mb["count"]
-        uri = store.write_outputs(
-            run_id, index, "out", first, [("present", None, first + i) for i in range(count)]
-        )
-        store.commit_microbatch(
-            run_id,
-            index,
-            {
-                "run_id": run_id,
-                "state": "success",
-                "microbatch": {"index": index, "first_source": first, "count": count},
-                "sources": {
-                    "total": count,
-                    "present": count,
-                    "dropped": 0,
-                    "failed": 0,
-                    "suppressed": 0,
-                },
-                "outputs": {"uri": store.outputs_uri(run_id, index), "ports": ["out"]},
-                "attempt": 1,
-                "files": {"out": uri},
-            },
-        )
+        index = mb["index"]
+        commit_present_microbatch(store, run_id, index, mb["first_source"], mb["count"])
         if index == len(plan.microbatches()) // 2:
             middle = store.read_manifest(run_id, index) or {}
     store.write_run_manifest(run_id, {"run_id": run_id, "state": "success"})
     return middle
+
+
+def commit_present_microbatch(
+    store: RunStore, run_id: str, index: int, first: int, count: int
+) -> None:
+    """Commit microbatch ``index`` (sources ``first`` to ``first + count - 1``), every
+    source present with its number as the value, on port ``out``."""
+    rows = [("present", None, first + i) for i in range(count)]
+    uri = store.write_outputs(run_id, index, "out", first, rows)
+    manifest = {
+        "run_id": run_id,
+        "state": "success",
+        "microbatch": {"index": index, "first_source": first, "count": count},
+        "sources": {"total": count, "present": count, "dropped": 0, "failed": 0, "suppressed": 0},
+        "outputs": {"uri": store.outputs_uri(run_id, index), "rows": count, "ports": ["out"]},
+        "attempt": 1,
+        "files": {"out": uri},
+    }
+    store.commit_microbatch(run_id, index, manifest)
 
 
 def seconds(fn: Callable[..., object], repeat: int, *args: object) -> float:

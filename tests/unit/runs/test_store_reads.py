@@ -9,6 +9,7 @@ import pytest
 
 from airflow_provider_rayorch.reports.state import read_run_state
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore, read_summary_outputs
+from benchmarks.store_reads import commit_present_microbatch
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -59,25 +60,7 @@ def _committed_run(store: RunStore, run_id: str, n: int, size: int) -> list[dict
     )
     manifests = []
     for index, first in enumerate(range(0, n, size)):
-        count = min(size, n - first)
-        rows = [("present", None, first + i) for i in range(count)]
-        uri = store.write_outputs(run_id, index, "out", first, rows)
-        manifest = {
-            "run_id": run_id,
-            "state": "success",
-            "microbatch": {"index": index, "first_source": first, "count": count},
-            "sources": {
-                "total": count,
-                "present": count,
-                "dropped": 0,
-                "failed": 0,
-                "suppressed": 0,
-            },
-            "outputs": {"uri": store.outputs_uri(run_id, index), "rows": count, "ports": ["out"]},
-            "attempt": 1,
-            "files": {"out": uri},
-        }
-        store.commit_microbatch(run_id, index, manifest)
+        commit_present_microbatch(store, run_id, index, first, min(size, n - first))
         manifests.append(store.read_manifest(run_id, index))
     return manifests
 
