@@ -26,13 +26,12 @@ import pytest
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
 from airflow_provider_rayorch.operators.local_head import start_local_head, stop_local_head
 from airflow_provider_rayorch.runs.handoff import deposit_name
-from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
+from airflow_provider_rayorch.runs.store import RunStore
 from tests.e2e.s3_server import BUCKET, start_s3_server
 from tests.integration.airflow.test_local_head_auth import _wait_terminal
-from tests.integration.rayorch import fault_udfs as fu
+from tests.integration.rayorch.resume_plans import write_resume_plan
 
 ROOT = str(Path(__file__).resolve().parents[3])
-SPEC = "tests.integration.rayorch.fault_udfs:ResumePipeline"
 N_SOURCES = 6
 STOP_ROW = 4  # the actor blocks on this row until the gate file exists
 
@@ -128,19 +127,9 @@ def _run_and_check(
     needles = [options["secret_key"], options["access_key"]]
     canary = f"canary-{secrets.token_hex(8)}"  # a user's env_vars value: Ray shows it
     uri = f"s3://{BUCKET}/runs-{secrets.token_hex(4)}"
-    log_dir, gate = tmp_path / "log", tmp_path / "gate"
-    log_dir.mkdir()
-    kwargs = {"log_dir": str(log_dir), "mode": "block", "stop": STOP_ROW, "gate": str(gate)}
     store = RunStore(uri, options)
-    store.write_plan(
-        PlanRecord(
-            run_id="run",
-            pipeline=SPEC,
-            fingerprint=fu.ResumePipeline(**kwargs).compile().fingerprint,  # type: ignore[arg-type]
-            sources=list(range(N_SOURCES)),
-            input_batch_size=2,
-            pipeline_kwargs=kwargs,
-        )
+    log_dir, gate = write_resume_plan(
+        store, tmp_path, mode="block", stop=STOP_ROW, sources=N_SOURCES, batch_size=2
     )
     conn = {
         "conn_type": "rayorch",

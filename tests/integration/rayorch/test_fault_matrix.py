@@ -22,9 +22,10 @@ import ray
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.execution.ray_backend import RayBackend
 from airflow_provider_rayorch.runs import driver
-from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
+from airflow_provider_rayorch.runs.store import RunStore
 
 from . import fault_udfs as fu
+from .resume_plans import write_resume_plan
 from .udfs import Owner
 from .watchdog import measured_start_s, subprocess_within, wait_for, within
 
@@ -438,27 +439,20 @@ def test_object_loss_owner_exit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 # -- driver kill then resume -------------------------------------------------------------------
-SPEC = "tests.integration.rayorch.fault_udfs:ResumePipeline"
 N_SOURCES = 16
 
 
 def store_plan(tmp_path: Path, mode: str, stop: int, active: int) -> tuple[RunStore, Path, Path]:
-    log_dir = tmp_path / "log"
-    log_dir.mkdir()
-    gate = tmp_path / "gate"
-    kwargs = {"log_dir": str(log_dir), "mode": mode, "stop": stop, "gate": str(gate)}
     store = RunStore(str(tmp_path / "store"))
-    store.write_plan(
-        PlanRecord(
-            run_id="run",
-            pipeline=SPEC,
-            fingerprint=fu.ResumePipeline(**kwargs).compile().fingerprint,  # type: ignore[arg-type]
-            sources=list(range(N_SOURCES)),
-            input_batch_size=4,
-            max_active_input_batches=active,
-            pipeline_kwargs=kwargs,
-            ray_init_kwargs={"runtime_env": {"env_vars": {"PYTHONPATH": ROOT}}},
-        )
+    log_dir, gate = write_resume_plan(
+        store,
+        tmp_path,
+        mode=mode,
+        stop=stop,
+        sources=N_SOURCES,
+        batch_size=4,
+        max_active_input_batches=active,
+        ray_init_kwargs={"runtime_env": {"env_vars": {"PYTHONPATH": ROOT}}},
     )
     return store, log_dir, gate
 

@@ -19,11 +19,10 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_rayorch.runs.secrets import driver_env
-from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
-from tests.integration.rayorch import fault_udfs as fu
+from airflow_provider_rayorch.runs.store import RunStore
+from tests.integration.rayorch.resume_plans import write_resume_plan
 
 ROOT = str(Path(__file__).resolve().parents[3])
-SPEC = "tests.integration.rayorch.fault_udfs:ResumePipeline"
 N_SOURCES = 4
 STOP_ROW = 2
 
@@ -48,19 +47,9 @@ def test_the_ray_an_embedded_driver_starts_does_not_inherit_its_store_options(
     tmp_path: Path,
 ) -> None:
     secret = f"s3-secret-{secrets.token_hex(8)}"
-    log_dir, gate = tmp_path / "log", tmp_path / "gate"
-    log_dir.mkdir()
-    kwargs = {"log_dir": str(log_dir), "mode": "block", "stop": STOP_ROW, "gate": str(gate)}
     store = RunStore(str(tmp_path / "store"))  # a local store takes no options
-    store.write_plan(
-        PlanRecord(
-            run_id="run",
-            pipeline=SPEC,
-            fingerprint=fu.ResumePipeline(**kwargs).compile().fingerprint,  # type: ignore[arg-type]
-            sources=list(range(N_SOURCES)),
-            input_batch_size=2,
-            pipeline_kwargs=kwargs,
-        )
+    log_dir, gate = write_resume_plan(
+        store, tmp_path, mode="block", stop=STOP_ROW, sources=N_SOURCES, batch_size=2
     )
     ray_init = {
         "num_cpus": 2,
