@@ -128,9 +128,17 @@ def _first_line(process: subprocess.Popen[bytes], timeout: float) -> str:
 @pytest.fixture(scope="session", name="s3_server")
 def s3_server_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     """A loopback S3 server with the bucket ``BUCKET``, stopped after the session."""
-    server = start_s3_server(tmp_path_factory.mktemp("s3") / "server.log")
+    with s3_server_with_bucket(tmp_path_factory.mktemp("s3") / "server.log", BUCKET) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def s3_server_with_bucket(log: Path, bucket: str) -> Iterator[S3Server]:
+    """A started S3 server (its request log at ``log``) holding the empty ``bucket``,
+    stopped when the ``with`` block ends."""
+    server = start_s3_server(log)
     try:
-        server.create_bucket(BUCKET)
+        server.create_bucket(bucket)
         yield server
     finally:
         server.stop()

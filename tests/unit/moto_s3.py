@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.e2e.s3_server import S3Server, start_s3_server
+from tests.e2e.s3_server import S3Server, s3_server_with_bucket
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -22,12 +22,8 @@ BUCKET = "rayorch"
 
 @pytest.fixture(scope="module", name="moto_s3")
 def moto_s3_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
-    server = start_s3_server(tmp_path_factory.mktemp("moto") / "server.log")
-    try:
-        server.create_bucket(BUCKET)
+    with s3_server_with_bucket(tmp_path_factory.mktemp("moto") / "server.log", BUCKET) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def credential_chain(monkeypatch: pytest.MonkeyPatch, server: S3Server) -> None:
