@@ -15,6 +15,22 @@ from airflow.sdk import DAG
 
 from airflow_provider_rayorch.operators.microbatch import rayorch_microbatch_group
 
+
+def _flaky_docs(sources: int, batch_size: int) -> None:
+    """The microbatch group ``docs`` of the Flaky pipeline over sources 0 to
+    ``sources - 1`` on a loopback head."""
+    rayorch_microbatch_group(
+        "docs",
+        pipeline="repair_pipelines:Flaky",
+        pipeline_kwargs={"state_dir": "{{ dag_run.conf['state_dir'] }}"},
+        sources=list(range(sources)),
+        input_batch_size=batch_size,
+        local_head=True,
+        local_head_num_cpus=2,
+        poke_interval=1.0,
+    )
+
+
 with DAG(
     dag_id="rayorch_repair",
     schedule=None,
@@ -22,16 +38,7 @@ with DAG(
     catchup=False,
     tags=["rayorch", "test"],
 ):
-    rayorch_microbatch_group(
-        "docs",
-        pipeline="repair_pipelines:Flaky",
-        pipeline_kwargs={"state_dir": "{{ dag_run.conf['state_dir'] }}"},
-        sources=list(range(6)),
-        input_batch_size=3,
-        local_head=True,
-        local_head_num_cpus=2,
-        poke_interval=1.0,
-    )
+    _flaky_docs(sources=6, batch_size=3)
 
 with DAG(
     dag_id="rayorch_resume",
@@ -41,13 +48,4 @@ with DAG(
     default_args={"retries": 2, "retry_delay": timedelta(seconds=1)},
     tags=["rayorch", "test"],
 ):
-    rayorch_microbatch_group(
-        "docs",
-        pipeline="repair_pipelines:Flaky",
-        pipeline_kwargs={"state_dir": "{{ dag_run.conf['state_dir'] }}"},
-        sources=list(range(16)),
-        input_batch_size=2,
-        local_head=True,
-        local_head_num_cpus=2,
-        poke_interval=1.0,
-    )
+    _flaky_docs(sources=16, batch_size=2)
