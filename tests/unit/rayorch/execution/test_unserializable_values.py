@@ -9,20 +9,9 @@ from typing import Any
 
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.execution.worker import run_batch
+from tests.integration.rayorch.udfs import Chars, CountChars
 
 P, FL, S = ro.ItemOutcome.PRESENT, ro.ItemOutcome.FAILED, ro.ItemOutcome.SUPPRESSED
-
-
-class Chars:
-    """'gen' rows become a generator (which Ray cannot pickle), others a list."""
-
-    def run(self, paths: list[str]) -> list[Any]:
-        return [(c for c in p) if p.startswith("gen") else list(p) for p in paths]
-
-
-class Count:
-    def run(self, values: list[Any]) -> list[int]:
-        return [len(list(v)) for v in values]
 
 
 class Locks:
@@ -45,7 +34,7 @@ class GenOnThree:
 class Chained(ro.Pipeline):
     def __init__(self) -> None:
         self.chars = ro.RayModule(Chars).ray_options(batch_size=4)
-        self.count = ro.RayModule(Count).ray_options(batch_size=4)
+        self.count = ro.RayModule(CountChars).ray_options(batch_size=4)
 
     def forward(self, paths: ro.Port) -> ro.Port:
         return self.count(self.chars(paths))
