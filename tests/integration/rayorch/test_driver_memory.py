@@ -3,7 +3,6 @@ boxes, row references or lineage behind (live objects counted by type)."""
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
 
 import pytest
@@ -12,6 +11,7 @@ import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.execution.remote_values import Box, RemoteValue
 from airflow_provider_rayorch.rayorch.runtime.lineage import Entity
 from airflow_provider_rayorch.rayorch.runtime.state import Microbatch
+from tests.live_objects import count_live
 
 from .streaming_udfs import PAGES_PER_SOURCE, Tiny, expected
 
@@ -22,11 +22,9 @@ N, BATCH, ACTIVE = 20_000, 500, 2
 
 
 def live(baseline: Counter[str] | None = None) -> Counter[str]:
-    """The driver's live value boxes, row references, microbatches and Entities,
-    beyond ``baseline`` (those other tests of the session may have left)."""
-    gc.collect()
-    found = Counter(type(o).__name__ for o in gc.get_objects() if isinstance(o, DRIVER_TYPES))
-    return found - (baseline or Counter())
+    """Live DRIVER_TYPES objects by type name, beyond ``baseline`` (those other tests of the
+    session may have left)."""
+    return count_live(DRIVER_TYPES, baseline)
 
 
 def test_streamed_microbatches_leave_no_references_in_the_driver() -> None:

@@ -9,6 +9,7 @@ must not return before the agent's health check answers.
 
 from __future__ import annotations
 
+import itertools
 import os
 from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
@@ -60,8 +61,7 @@ class FakeHead:
         yield 1  # gcs (unused: no real ray)
         yield 2  # ray client server
         yield self.agent_port  # dashboard agent listen port
-        while True:
-            yield 3
+        yield from itertools.count(3)  # the agents' other ports (unused: no real ray)
 
     def close(self) -> None:
         stop(self.dashboard)

@@ -3,7 +3,6 @@ live engine objects (``gc.get_objects()`` by type) do not grow with the run."""
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
 from typing import Any
 
@@ -15,6 +14,7 @@ from airflow_provider_rayorch.rayorch.runtime.lineage import Entity
 from airflow_provider_rayorch.rayorch.runtime.state import Microbatch
 from airflow_provider_rayorch.runs import driver
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
+from tests.live_objects import count_live
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -42,9 +42,9 @@ class PagesAndTotal(ro.Pipeline):
 
 
 def live(baseline: Counter[str] | None = None) -> Counter[str]:
-    gc.collect()
-    found = Counter(type(o).__name__ for o in gc.get_objects() if isinstance(o, KINDS))
-    return found - (baseline or Counter())
+    """Live KINDS objects by type name, beyond ``baseline`` (those other tests of the
+    session may have left)."""
+    return count_live(KINDS, baseline)
 
 
 def test_the_driver_keeps_no_committed_microbatch(tmp_path) -> None:

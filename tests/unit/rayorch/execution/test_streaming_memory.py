@@ -3,24 +3,22 @@ counted (``gc.get_objects()`` by type) while sources stream and after the run.""
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
 
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.runtime.lineage import Entity, Grain
 from airflow_provider_rayorch.rayorch.runtime.state import Microbatch
 from tests.integration.rayorch.streaming_udfs import PAGES_PER_SOURCE, Tiny
+from tests.live_objects import count_live
 
 ENGINE_TYPES = (Microbatch, Entity, Grain)
 BATCH, ACTIVE = 500, 2
 
 
 def live(baseline: Counter[str] | None = None) -> Counter[str]:
-    """Live objects of the engine's own types by type name, beyond ``baseline`` (those
-    other tests of the session may have left)."""
-    gc.collect()
-    found = Counter(type(o).__name__ for o in gc.get_objects() if isinstance(o, ENGINE_TYPES))
-    return found - (baseline or Counter())
+    """Live ENGINE_TYPES objects by type name, beyond ``baseline`` (those other tests of the
+    session may have left)."""
+    return count_live(ENGINE_TYPES, baseline)
 
 
 def stream_and_discard(
