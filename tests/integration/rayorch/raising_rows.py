@@ -36,3 +36,17 @@ class Documents(ro.Pipeline):
 
     def forward(self, doc: ro.Port) -> ro.Port:
         return ro.F.reduce(self.read(ro.F.expand(self.pages(doc), domain="page")))
+
+
+#: Six documents of pages; only document 5 holds a page that raises.
+DOCS = [["a", "b"], ["c"], ["d", "e", "f"], ["g"], ["h", "i"], ["j", "page RAISE here", "k"]]
+#: Their outputs under the default policy: the raiser's document alone is SUPPRESSED.
+CAUSE = "doc[5]/page[1]: RuntimeError: stage raised on purpose for page 'page RAISE here'"
+EXPECTED = [
+    ["A", "B"],
+    ["C"],
+    ["D", "E", "F"],
+    ["G"],
+    ["H", "I"],
+    ro.OutputIssue(ro.ItemOutcome.SUPPRESSED, CAUSE),
+]

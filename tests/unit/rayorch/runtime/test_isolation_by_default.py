@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import pytest
 
 import airflow_provider_rayorch.rayorch as ro
+from tests.integration.rayorch.raising_rows import DOCS, EXPECTED
 
 FAILED, SUPPRESSED = ro.ItemOutcome.FAILED, ro.ItemOutcome.SUPPRESSED
 RP = ro.RecoveryPolicy
@@ -78,20 +79,9 @@ class Files(ro.Pipeline):
         return self.read(path)
 
 
-DOCS = [["a", "b"], ["c"], ["d", "e", "f"], ["g"], ["h", "i"], ["j", "page RAISE here", "k"]]
-
-
 def test_a_raising_page_suppresses_only_its_own_document_under_the_default_policy() -> None:
     result = ro.run(Documents(), DOCS, backend="local")
-    cause = "doc[5]/page[1]: RuntimeError: stage raised on purpose for page 'page RAISE here'"
-    assert result.outputs == [
-        ["A", "B"],
-        ["C"],
-        ["D", "E", "F"],
-        ["G"],
-        ["H", "I"],
-        ro.OutputIssue(SUPPRESSED, cause),
-    ]
+    assert result.outputs == EXPECTED
     assert ["page RAISE here"] in Seen.batches  # it was blamed only once it raised alone
 
 
