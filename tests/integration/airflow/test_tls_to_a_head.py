@@ -9,8 +9,6 @@ first request fails before anything reaches the head, naming the fix.
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
 import json
 import secrets
 import ssl
@@ -25,6 +23,7 @@ import pytest
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
 from airflow_provider_rayorch.operators.local_head import start_local_head, stop_local_head
+from tests import tls_certs
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -37,55 +36,38 @@ CONN = "rayorch_tls"
 def _private_ca(directory: Path) -> tuple[Path, Path, Path]:
     """A CA certificate, and a server certificate for 127.0.0.1 it signs, with its key."""
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    from cryptography.x509.oid import ExtendedKeyUsageOID
 
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "rayorch test CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(False, False, False, False, False, True, True, False, False),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
-        .sign(ca_key, hashes.SHA256())
+    ca_key, key = tls_certs.new_key(), tls_certs.new_key()
+    ca_name = tls_certs.common_name("rayorch test CA")
+    usage = x509.KeyUsage(False, False, False, False, False, True, True, False, False)
+    ca = tls_certs.certificate(
+        ca_name,
+        ca_key,
+        ca_name,
+        ca_key,
+        [
+            (x509.BasicConstraints(ca=True, path_length=0), True),
+            (usage, True),
+            (x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False),
+        ],
     )
-    server = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
-        )
-        .sign(ca_key, hashes.SHA256())
+    server = tls_certs.certificate(
+        tls_certs.common_name("127.0.0.1"),
+        key,
+        ca_name,
+        ca_key,
+        [
+            (tls_certs.loopback_names(), False),
+            (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False),
+            (x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False),
+        ],
     )
-    pem = serialization.Encoding.PEM
-    ca_path, cert_path, key_path = (directory / n for n in ("ca.pem", "server.pem", "server.key"))
-    ca_path.write_bytes(ca.public_bytes(pem))
-    cert_path.write_bytes(server.public_bytes(pem))
-    key_path.write_bytes(
-        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return (
+        tls_certs.write_pem(directory / "ca.pem", ca),
+        tls_certs.write_pem(directory / "server.pem", server),
+        tls_certs.write_key(directory / "server.key", key),
     )
-    return ca_path, cert_path, key_path
 
 
 class TlsProxy:

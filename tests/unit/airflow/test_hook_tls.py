@@ -4,8 +4,6 @@ bundle does not trust never receives the token (issue 12, finding 10)."""
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
 import json
 import ssl
 import threading
@@ -16,6 +14,7 @@ import pytest
 
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+from tests import tls_certs
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -29,38 +28,23 @@ TOKEN = "tls-test-token-0123456789"
 def _self_signed(directory: Path, name: str) -> tuple[Path, Path]:
     """A self-signed certificate for 127.0.0.1 and its key, as PEM files."""
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
 
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
+    key = tls_certs.new_key()
+    subject = tls_certs.common_name(name)
+    cert = tls_certs.certificate(
+        subject,
+        key,
+        subject,
+        key,
+        [
+            (tls_certs.loopback_names(), False),
+            (x509.BasicConstraints(ca=True, path_length=None), True),
+        ],
     )
-    cert_path, key_path = directory / f"{name}.pem", directory / f"{name}.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
+    return (
+        tls_certs.write_pem(directory / f"{name}.pem", cert),
+        tls_certs.write_key(directory / f"{name}.key", key),
     )
-    return cert_path, key_path
 
 
 @pytest.fixture
