@@ -22,6 +22,7 @@ from airflow_provider_rayorch.runs.uris import driver_log_parts
 from airflow_provider_rayorch.sensors.rayorch import RayOrchMicrobatchSensor
 from airflow_provider_rayorch.triggers import rayorch as triggers
 from airflow_provider_rayorch.triggers.rayorch import RayOrchMicrobatchTrigger
+from tests.unit.airflow.ending_triggers import ending_microbatch_trigger
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -113,16 +114,7 @@ def _resume_on_worker(tmp_path, logged):
 
 
 def _trigger_ends_task(tmp_path, logged):
-    trigger = logged(
-        RayOrchMicrobatchTrigger(
-            run_id="r",
-            run_store=str(tmp_path),
-            index=1,
-            poll_interval=0.01,
-            max_failed_ratio=1.0,
-            end_from_trigger=True,
-        )
-    )
+    trigger = logged(ending_microbatch_trigger(tmp_path, 1, max_failed_ratio=1.0))
 
     async def first():
         async for event in trigger.run():

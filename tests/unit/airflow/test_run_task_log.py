@@ -5,6 +5,7 @@ manifest, in the driver's words (task and trigger logs are structlog loggers:
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 from unittest import mock
 
 import pytest
@@ -15,7 +16,10 @@ from airflow_provider_rayorch.rayorch.summary import run_summary
 from airflow_provider_rayorch.runs.store import RunStore
 from airflow_provider_rayorch.sensors.rayorch import RayOrchRunSensor
 from airflow_provider_rayorch.triggers import rayorch as triggers
-from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger
+from tests.unit.airflow.ending_triggers import ending_job_trigger
+
+if TYPE_CHECKING:
+    from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -44,17 +48,7 @@ def _trigger(tmp_path, logged, monkeypatch, info) -> RayOrchJobTrigger:
         return info
 
     monkeypatch.setattr(triggers.RayOrchHook, "aget_job_info", read)
-    return logged(
-        RayOrchJobTrigger(
-            job_id="j",
-            run_id="r",
-            run_store=str(tmp_path),
-            poll_interval=0.01,
-            tail_logs=False,
-            max_failed_ratio=1.0,
-            end_from_trigger=True,
-        )
-    )
+    return logged(ending_job_trigger(tmp_path, max_failed_ratio=1.0))
 
 
 def _end(trigger):

@@ -11,6 +11,7 @@ from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.runs.store import RunStore
 from airflow_provider_rayorch.triggers import rayorch as triggers
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger, RayOrchMicrobatchTrigger
+from tests.unit.airflow.ending_triggers import ending_job_trigger, ending_microbatch_trigger
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -232,14 +233,7 @@ def test_microbatch_trigger_with_a_bar_ends_the_task_itself(
     RunStore(str(tmp_path)).commit_microbatch("r", 2, _summary(failed))
     t, errors = _with_log(
         monkeypatch,
-        RayOrchMicrobatchTrigger(
-            run_id="r",
-            run_store=str(tmp_path),
-            index=2,
-            poll_interval=0.01,
-            max_failed_ratio=0.0,
-            end_from_trigger=True,
-        ),
+        ending_microbatch_trigger(tmp_path, 2, max_failed_ratio=0.0),
     )
     pushed = _pushed(monkeypatch, t)
     event = asyncio.run(_end(t))
@@ -280,15 +274,7 @@ def test_microbatch_trigger_with_a_bar_fails_the_task_when_the_job_ends_first(
     monkeypatch.setattr(triggers.RayOrchHook, "aget_job_status", status)
     t, errors = _with_log(
         monkeypatch,
-        RayOrchMicrobatchTrigger(
-            run_id="r",
-            run_store=str(tmp_path),
-            index=0,
-            job_id="j",
-            poll_interval=0.01,
-            max_failed_ratio=0.5,
-            end_from_trigger=True,
-        ),
+        ending_microbatch_trigger(tmp_path, 0, max_failed_ratio=0.5, job_id="j"),
     )
     event = asyncio.run(_end(t))
     assert isinstance(event, TaskFailedEvent)
@@ -302,15 +288,7 @@ def _run_trigger(tmp_path, status: str):
     async def info(self, job_id):
         return {"status": status, "message": "driver exited"}
 
-    return info, RayOrchJobTrigger(
-        job_id="j",
-        run_id="r",
-        run_store=str(tmp_path),
-        poll_interval=0.01,
-        tail_logs=False,
-        max_failed_ratio=0.25,
-        end_from_trigger=True,
-    )
+    return info, ending_job_trigger(tmp_path, max_failed_ratio=0.25)
 
 
 def test_job_trigger_with_a_bar_ends_the_run_sensor_task_with_the_summary(
