@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import statistics
 import time
 from typing import TYPE_CHECKING, Any
@@ -31,13 +30,13 @@ import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.program.options import RecoveryKind
 from airflow_provider_rayorch.rayorch.runtime import core as core_module
 from airflow_provider_rayorch.rayorch.runtime.recovery import Decision
+from benchmarks.local_ray import init_own_ray
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from airflow_provider_rayorch.rayorch.runtime.lineage import Grain
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIANTS = ("isolate", "blame")
 
 
@@ -131,13 +130,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         import ray
 
         if not ray.is_initialized():
-            ray.init(
-                address="local",
-                num_cpus=2,
-                include_dashboard=False,
-                log_to_driver=False,
-                runtime_env={"env_vars": {"PYTHONPATH": ROOT}},
-            )
+            init_own_ray()
             started = True
     try:
         with ro.Executor(pipeline, backend=args.backend) as executor:

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from benchmarks.local_ray import init_own_ray
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # OpenLineage (the dev extra) off: enabled, its listener changes how sensors end
 os.environ.setdefault("AIRFLOW__OPENLINEAGE__DISABLED", "true")
 
@@ -41,14 +42,7 @@ def ray_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     saved = {key: os.environ.get(key) for key in ("RAY_AUTH_MODE", "HOME")}
     os.environ["RAY_AUTH_MODE"] = "disabled"
     os.environ["HOME"] = str(tmp_path_factory.mktemp("ray-home"))
-    ray.init(
-        # Always a Ray of its own: never join another Ray running on a shared machine.
-        address="local",
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        runtime_env={"env_vars": {"PYTHONPATH": ROOT}},
-    )
+    init_own_ray()
     try:
         yield
     finally:
