@@ -55,11 +55,27 @@ def test_relayed_job_log_keeps_events_out_of_the_info_log(tmp_path, fake_engine)
     assert not any("RAYORCH_EVENT" in line for line in info), info
 
 
-def test_machine_lines_go_to_debug() -> None:
+def _relayed_from_an_embedded_driver(*lines: str) -> mock.MagicMock:
+    """A mock task log after an embedded driver's ``lines`` were relayed to it."""
     from airflow_provider_rayorch.common.progress import relay_line
 
     log = mock.MagicMock()
-    relay_line(log, "[driver]", 'RAYORCH_EVENT {"event": "end"}')
-    relay_line(log, "[driver]", "microbatch 1/1 committed: ...")
+    for line in lines:
+        relay_line(log, "[driver]", line)
+    return log
+
+
+def test_machine_lines_go_to_debug() -> None:
+    log = _relayed_from_an_embedded_driver(
+        'RAYORCH_EVENT {"event": "end"}', "microbatch 1/1 committed: ..."
+    )
     log.debug.assert_called_once_with("%s %s", "[driver]", 'RAYORCH_EVENT {"event": "end"}')
     log.info.assert_called_once_with("%s %s", "[driver]", "microbatch 1/1 committed: ...")
+
+
+def test_an_embedded_drivers_lines_are_plain_text() -> None:
+    log = _relayed_from_an_embedded_driver(
+        "\x1b[33mWARNING\x1b[0m slow", '\x1b[2mRAYORCH_EVENT {"event": "end"}\x1b[0m'
+    )
+    log.info.assert_called_once_with("%s %s", "[driver]", "WARNING slow")
+    log.debug.assert_called_once_with("%s %s", "[driver]", 'RAYORCH_EVENT {"event": "end"}')

@@ -104,13 +104,3 @@ def test_relayed_lines_are_plain_text() -> None:
         mock.call("%s %s", "[ray job]", 'RAYORCH_ERROR {"exit_code": 1, "message": "boom"}'),
     ]
     assert list(relay.tail)[-1] == 'RAYORCH_ERROR {"exit_code": 1, "message": "boom"}'
-
-
-def test_an_embedded_drivers_lines_are_plain_text() -> None:
-    from airflow_provider_rayorch.common.progress import relay_line
-
-    log = mock.MagicMock()
-    relay_line(log, "[driver]", "\x1b[33mWARNING\x1b[0m slow")
-    relay_line(log, "[driver]", '\x1b[2mRAYORCH_EVENT {"event": "end"}\x1b[0m')
-    log.info.assert_called_once_with("%s %s", "[driver]", "WARNING slow")
-    log.debug.assert_called_once_with("%s %s", "[driver]", 'RAYORCH_EVENT {"event": "end"}')
