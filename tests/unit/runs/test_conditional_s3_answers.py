@@ -48,6 +48,13 @@ def _store(server: S3Server, front: S3Front, prefix: str) -> RunStore:
     return RunStore(f"s3://{BUCKET}/{prefix}", options)
 
 
+def _acquired(store: RunStore, owner: str) -> RepairLease:
+    """``owner``'s repair lease of run ``r``, acquired."""
+    lease = RepairLease(store, "r", owner)
+    assert lease.acquire()
+    return lease
+
+
 def _lock_puts(front: S3Front) -> list[tuple[str, int]]:
     return [
         (cond, status)
@@ -84,8 +91,7 @@ def test_a_conflicting_conditional_replace_refuses_the_takeover_once(
     moto_s3: S3Server, front: S3Front
 ) -> None:
     store = _store(moto_s3, front, "conflict-replace")
-    first = RepairLease(store, "r", "first")
-    assert first.acquire()
+    first = _acquired(store, "first")
     first.release()  # a released lease is taken over by a replace (If-Match)
     second = RepairLease(store, "r", "second")
     front.script(409, "ConditionalRequestConflict", key_suffix=LOCK, header="If-Match")
@@ -118,8 +124,7 @@ def test_a_server_without_conditional_replaces_refuses_the_release_naming_the_fi
     moto_s3: S3Server, front: S3Front
 ) -> None:
     store = _store(moto_s3, front, "no-replace")
-    lease = RepairLease(store, "r", "a")
-    assert lease.acquire()
+    lease = _acquired(store, "a")
     front.script(501, "NotImplemented", key_suffix=LOCK, header="If-Match")
     with pytest.raises(ConditionalWritesUnsupported, match="does not implement conditional PUTs"):
         lease.release()
