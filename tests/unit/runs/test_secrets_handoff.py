@@ -19,10 +19,9 @@ from airflow_provider_rayorch.runs.secrets import (
     secret_option_values,
 )
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
+from tests.unit.runs.store_options import OPTIONS
 
 pytestmark = pytest.mark.timeout(30)
-
-OPTIONS = {"region": "us-east-1", "secret_key": "s3-secret-value"}
 
 
 def test_the_driver_opens_its_store_with_the_options_it_was_handed(tmp_path, monkeypatch) -> None:

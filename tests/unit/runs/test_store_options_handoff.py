@@ -18,10 +18,10 @@ from airflow_provider_rayorch.runs.secrets import (
     RunStoreSettingError,
     run_store_options_from_env,
 )
+from tests.unit.runs.store_options import OPTIONS
 
 pytestmark = pytest.mark.timeout(30)
 
-OPTIONS = {"region": "us-east-1", "secret_key": "s3-secret-value"}
 KEY = handoff.key_of(handoff.deposit_name("sid"))
 
 
