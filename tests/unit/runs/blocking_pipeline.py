@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-import airflow_provider_rayorch.rayorch as ro
+from tests.integration.rayorch.udfs import OneModule
 
 
 class BlockFromTwo:
@@ -15,9 +15,6 @@ class BlockFromTwo:
         return list(xs)
 
 
-class BlocksAfterTheFirst(ro.Pipeline):
+class BlocksAfterTheFirst(OneModule):
     def __init__(self) -> None:
-        self.step = ro.RayModule(BlockFromTwo).ray_options(batch_size=2)
-
-    def forward(self, doc: ro.Port) -> ro.Port:
-        return self.step(doc)
+        super().__init__(BlockFromTwo, batch_size=2)

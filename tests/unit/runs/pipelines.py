@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import airflow_provider_rayorch.rayorch as ro
+from tests.integration.rayorch.udfs import OneModule
 
 
 class Weird:
@@ -53,11 +54,8 @@ class AwaitTick:
         return list(xs)
 
 
-class Slow(ro.Pipeline):
+class Slow(OneModule):
     """Its first microbatch waits until the progress ticker has printed a line."""
 
     def __init__(self) -> None:
-        self.wait = ro.RayModule(AwaitTick).ray_options(batch_size=2)
-
-    def forward(self, doc: ro.Port) -> ro.Port:
-        return self.wait(doc)
+        super().__init__(AwaitTick, batch_size=2)
