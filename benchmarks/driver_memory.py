@@ -32,32 +32,7 @@ import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.execution.remote_values import Box, RemoteValue
 from airflow_provider_rayorch.rayorch.runtime.lineage import Entity
 from airflow_provider_rayorch.rayorch.runtime.state import Microbatch
-
-
-class Pages:
-    def run(self, xs: list[int]) -> list[list[int]]:
-        return [list(range(x % 3)) for x in xs]
-
-
-class Twice:
-    def run(self, xs: list[int]) -> list[int]:
-        return [x + x for x in xs]
-
-
-class Total:
-    def run(self, groups: list[list[int]], xs: list[int]) -> list[int]:
-        return [x + sum(g) for g, x in zip(groups, xs, strict=True)]
-
-
-class Small(ro.Pipeline):
-    def __init__(self, batch_size: int) -> None:
-        self.pages = ro.RayModule(Pages).ray_options(batch_size=batch_size)
-        self.twice = ro.RayModule(Twice).ray_options(batch_size=batch_size)
-        self.total = ro.RayModule(Total).ray_options(batch_size=batch_size)
-
-    def forward(self, x: Any) -> Any:
-        pages = ro.F.expand(self.pages(x), domain="page")
-        return self.total(ro.F.reduce(self.twice(pages)), x)
+from benchmarks.expand_reduce import Tiny
 
 
 def rss_mb() -> float:
@@ -81,7 +56,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         import ray
 
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    with ro.Executor(Small(args.batch_size), backend=args.backend, progress=False) as executor:
+    with ro.Executor(Tiny(args.batch_size), backend=args.backend, progress=False) as executor:
         executor.warm_up()
         before = rss_mb()
         started = time.perf_counter()
@@ -116,8 +91,8 @@ def run_job(args: argparse.Namespace) -> dict[str, Any]:
     store.write_plan(
         PlanRecord(
             run_id=run_id,
-            pipeline=f"{__name__}:Small",
-            fingerprint=Small(args.batch_size).compile().fingerprint,
+            pipeline=f"{Tiny.__module__}:Tiny",
+            fingerprint=Tiny(args.batch_size).compile().fingerprint,
             sources=list(range(args.sources)),
             input_batch_size=args.input_batch_size,
             max_active_input_batches=args.max_active,

@@ -11,9 +11,8 @@ import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.execution.remote_values import Box, RemoteValue
 from airflow_provider_rayorch.rayorch.runtime.lineage import Entity
 from airflow_provider_rayorch.rayorch.runtime.state import Microbatch
+from benchmarks.expand_reduce import PAGES_PER_SOURCE, Tiny, expected
 from tests.live_objects import count_live
-
-from .streaming_udfs import PAGES_PER_SOURCE, Tiny, expected
 
 pytestmark = pytest.mark.usefixtures("no_actors_left")
 

@@ -8,7 +8,7 @@ from collections import Counter
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.runtime.lineage import Entity, Grain
 from airflow_provider_rayorch.rayorch.runtime.state import Microbatch
-from tests.integration.rayorch.streaming_udfs import PAGES_PER_SOURCE, Tiny
+from benchmarks.expand_reduce import PAGES_PER_SOURCE, Tiny
 from tests.live_objects import count_live
 
 ENGINE_TYPES = (Microbatch, Entity, Grain)

@@ -1,4 +1,5 @@
-"""A tiny expand/reduce pipeline for memory tests (importable by Ray workers)."""
+"""A tiny expand/reduce pipeline, for the driver-memory benchmark and the streaming-memory
+tests (importable by Ray workers)."""
 
 from __future__ import annotations
 
@@ -39,4 +40,5 @@ class Tiny(ro.Pipeline):
 
 
 def expected(n: int) -> list[int]:
+    """:class:`Tiny`'s outputs for the sources ``0 .. n-1``."""
     return [x + sum(2 * p for p in range(x % 3)) for x in range(n)]
