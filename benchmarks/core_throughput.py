@@ -26,6 +26,7 @@ from airflow_provider_rayorch.rayorch.runtime.events import (
     RunFinished,
     WorkerAdded,
 )
+from benchmarks.stream_options import add_stream_options
 
 
 class NoOp:
@@ -63,12 +64,9 @@ def drive(core: Core, replicas: int) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sources", type=int, default=20_000)
+    add_stream_options(parser, sources=20_000, input_batch_size=1000)
     parser.add_argument("--children", type=int, default=50)
-    parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--replicas", type=int, default=2)
-    parser.add_argument("--input-batch-size", type=int, default=1000)
-    parser.add_argument("--max-active", type=int, default=2)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args()

@@ -33,6 +33,7 @@ from airflow_provider_rayorch.rayorch.execution.remote_values import Box, Remote
 from airflow_provider_rayorch.rayorch.runtime.lineage import Entity
 from airflow_provider_rayorch.rayorch.runtime.state import Microbatch
 from benchmarks.expand_reduce import Tiny
+from benchmarks.stream_options import add_stream_options
 
 
 def rss_mb() -> float:
@@ -116,10 +117,7 @@ def run_job(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=("local", "ray"), default="local")
-    parser.add_argument("--sources", type=int, default=100_000)
-    parser.add_argument("--input-batch-size", type=int, default=1000)
-    parser.add_argument("--max-active", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=256)
+    add_stream_options(parser, sources=100_000, input_batch_size=1000)
     parser.add_argument("--job", metavar="STORE", help="run the Ray job's entrypoint")
     args = parser.parse_args()
     print(json.dumps(run_job(args) if args.job else measure(args), sort_keys=True))

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import ray
 
 from .measure import all_actors_up
+from .stream_options import add_stream_options
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -82,12 +83,9 @@ def measure(ro: ModuleType, sources: list[list[int]], args: argparse.Namespace) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sources", type=int, default=2000)
+    add_stream_options(parser, sources=2000, input_batch_size=500)
     parser.add_argument("--children", type=int, default=50)
-    parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--replicas", type=int, default=2)
-    parser.add_argument("--input-batch-size", type=int, default=500)
-    parser.add_argument("--max-active", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", metavar="PATH", help="also write the figures here")
     args = parser.parse_args()
