@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.processes import run_in_own_session
 
 pytest.importorskip("ray")
 
@@ -25,16 +26,8 @@ def run_smoke_suite(out: Path) -> dict:
     the emulated accelerators, whatever Ray other tests left running here)."""
     root = Path(__file__).resolve().parents[3]
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": ""}
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.suite", "--size", "smoke", "--out", str(out)],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=560,
-        check=False,
-        start_new_session=True,
-    )
+    argv = [sys.executable, "-m", "benchmarks.suite", "--size", "smoke", "--out", str(out)]
+    proc = run_in_own_session(argv, cwd=root, env=env, timeout=560)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads((out / "results.json").read_text())
 

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import run_in_own_session
+
 pytestmark = pytest.mark.timeout(120)
 
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "deployment.py"
@@ -70,11 +72,15 @@ def home(tmp_path: Path, request) -> Path:
             os.killpg(pid, signal.SIGKILL)
 
 
+def _env(bindir: Path, home: Path) -> dict[str, str]:
+    """The deployment script's environment: ``bindir``'s tools first, ``home`` its home."""
+    return {"PATH": f"{bindir}:{SYSTEM_PATH}", "AIRFLOW_HOME": str(home), "HOME": str(home)}
+
+
 def _run(bindir: Path, home: Path, *args: str, timeout: float = 90) -> subprocess.CompletedProcess:
-    env = {"PATH": f"{bindir}:{SYSTEM_PATH}", "AIRFLOW_HOME": str(home), "HOME": str(home)}
     return subprocess.run(
         [str(bindir / "python"), str(SCRIPT), *args],
-        env=env,
+        env=_env(bindir, home),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -138,16 +144,7 @@ def test_stop_stops_the_components_it_started_and_the_groups_they_started(
 def test_stop_under_timeout_leaves_its_caller_alone(bindir: Path, home: Path) -> None:
     """A shell with AIRFLOW_HOME exported runs ``timeout ... deployment.py stop``."""
     shell = f'timeout 60 "{bindir}/python" "{SCRIPT}" stop; echo "caller alive, stop exited $?"'
-    env = {"PATH": f"{bindir}:{SYSTEM_PATH}", "AIRFLOW_HOME": str(home), "HOME": str(home)}
-    got = subprocess.run(
-        ["bash", "-c", shell],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=90,
-        start_new_session=True,
-        check=False,
-    )
+    got = run_in_own_session(["bash", "-c", shell], env=_env(bindir, home), timeout=90)
     assert "caller alive, stop exited 0" in got.stdout, (got.returncode, got.stdout, got.stderr)
 
 
