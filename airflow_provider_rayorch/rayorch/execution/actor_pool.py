@@ -36,7 +36,13 @@ from ..errors import ExecutionError, ResourceUnavailableError
 from ..plain_text import strip_ansi
 from ..program.shared_processes import process_groups, process_names, shared_actor_options
 from ..runtime.lowering import lower
-from .actor_start import DEFAULT_ACTOR_START_RETRIES, StartBudget, StartClock, start_order
+from .actor_start import (
+    DEFAULT_ACTOR_START_RETRIES,
+    RESOURCE_POLL_S,
+    StartBudget,
+    StartClock,
+    start_order,
+)
 from .actor_watch import (
     StartLog,
     announcing,
@@ -177,17 +183,31 @@ class ActorPools:
             if not waiting:
                 return
             now = time.monotonic()
-            if now >= deadline:
+            past = now >= deadline
+            if past and not self._constructing(waiting):
                 names = sorted({self.name_of(self.starting[r]) for r in waiting})
                 raise ResourceUnavailableError(
                     f"actors of {', '.join(names)} did not start within {timeout_s:.0f}s; "
                     "the cluster may lack the resources they ask for (see ray status)"
                 )
-            wait_s = max(0.0, min(deadline, self.next_due()) - now)
+            # Past the deadline, an actor whose constructor runs is timed by its own
+            # start clock: it got its resources, so it is no resource shortage.
+            if past:
+                wait_s = min(max(0.0, self.next_due() - now), RESOURCE_POLL_S)
+            else:
+                wait_s = max(0.0, min(deadline, self.next_due()) - now)
             done, _ = ray.wait(waiting, num_returns=1, timeout=wait_s)
             for key, _message in self.came_up(done).died:  # no run yet to tell
                 self.lost(key)
             self.check_start_clocks()
+
+    def _constructing(self, refs: list[Any]) -> bool:
+        """Whether the start log says the constructor of an actor behind ``refs`` began
+        (False when it does not answer)."""
+        began = began_nodes(self._start_log) if self._start_log is not None else None
+        if not began:
+            return False
+        return any(self.process_of.get(self.starting[r], self.starting[r]) in began for r in refs)
 
     def came_up(self, refs: list[Any]) -> StartAnswers:
         """Handle ``ready()`` references that resolved: the actors now up, and the
