@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from airflow_provider_rayorch.exceptions import RayOrchClusterError
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
 
@@ -264,6 +266,38 @@ def _ports_locked() -> Iterator[Path]:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield path
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+#: Seconds between two looks at the start turn.
+_TURN_POLL_S = 0.2
+
+
+@contextlib.contextmanager
+def start_turn(stopped: Callable[[], bool]) -> Iterator[None]:
+    """This machine's loopback heads start one at a time: held from ``ray start`` until
+    the head takes jobs. Heads started together on a busy machine starve each other's
+    agents, and Ray's raylet aborts when an agent does not report its port within about
+    15 s. Waits for the turn (not counted in a start's timeout); once ``stopped()``
+    says True while it waits, the start fails with nothing started."""
+    import fcntl
+
+    with open(_private_dir() / "start.lock", "a") as lock:
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if stopped():
+                    raise RayOrchClusterError(
+                        "killed while its Ray head waited for its turn to start; nothing "
+                        "was started",
+                        transient=False,
+                    ) from None
+                time.sleep(_TURN_POLL_S)
+        try:
+            yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
 

@@ -198,18 +198,21 @@ def start_local_head(
     starting = _Starting()
     _STARTING.append(starting)
     try:
-        with open(log_path, "w") as log:
-            proc = subprocess.Popen(
-                cmd,
-                env=full_env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
+        with local_heads.start_turn(lambda: starting.killed):
+            with open(log_path, "w") as log:
+                proc = subprocess.Popen(
+                    cmd,
+                    env=full_env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            starting.head = {"pgid": proc.pid, "temp_dir": temp_dir, "address": address}
+            local_heads.note_started(proc.pid, temp_dir=temp_dir, address=address, key=key)
+            return _wait_until_up(
+                proc, starting, address, gcs_port, agent_port, token_path, timeout
             )
-        starting.head = {"pgid": proc.pid, "temp_dir": temp_dir, "address": address}
-        local_heads.note_started(proc.pid, temp_dir=temp_dir, address=address, key=key)
-        return _wait_until_up(proc, starting, address, gcs_port, agent_port, token_path, timeout)
     except BaseException:
         if starting.head is not None:
             stop_local_head(starting.head, timeout=0 if starting.killed else 10.0)

@@ -7,6 +7,7 @@ The Ray head is stopped through its own process group, never with ``ray stop``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import sys
@@ -65,9 +66,27 @@ def ray_token() -> str:
     return secrets.token_hex(24)
 
 
+@contextlib.contextmanager
+def _heads_of(deployment: Deployment) -> Iterator[None]:
+    """Record and look up loopback heads where the deployment's components do
+    (``RAYORCH_LOCAL_HEADS_DIR``, set by scripts/deployment.py for each component)."""
+    saved = os.environ.get("RAYORCH_LOCAL_HEADS_DIR")
+    os.environ["RAYORCH_LOCAL_HEADS_DIR"] = str(
+        deployment.airflow_home / "deployment" / "ray-heads"
+    )
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("RAYORCH_LOCAL_HEADS_DIR", None)
+        else:
+            os.environ["RAYORCH_LOCAL_HEADS_DIR"] = saved
+
+
 @pytest.fixture(scope="session")
-def ray_head(e2e_root, ray_token):
-    """A real ``ray start --head`` on 127.0.0.1 with token auth, stopped by process group."""
+def ray_head(e2e_root, ray_token, airflow_deployment):
+    """A real ``ray start --head`` on 127.0.0.1 with token auth, stopped by process group;
+    a provider loopback head of the deployment (recorded where its tasks look heads up)."""
     from airflow_provider_rayorch.operators.local_head import start_local_head, stop_local_head
 
     home = e2e_root / "head-home"
@@ -78,13 +97,19 @@ def ray_head(e2e_root, ray_token):
         "RAY_AUTH_TOKEN": ray_token,
         "PYTHONPATH": os.pathsep.join([str(EXAMPLES), str(E2E_DAGS)]),
     }
-    head = start_local_head(
-        num_cpus=2, env=env, timeout=120, token=ray_token, extra_args=["--include-dashboard=true"]
-    )
+    with _heads_of(airflow_deployment):
+        head = start_local_head(
+            num_cpus=2,
+            env=env,
+            timeout=120,
+            token=ray_token,
+            extra_args=["--include-dashboard=true"],
+        )
     try:
         yield head
     finally:
-        stop_local_head(head)
+        with _heads_of(airflow_deployment):
+            stop_local_head(head)
 
 
 @pytest.fixture(scope="session")
