@@ -190,6 +190,9 @@ def start_local_head(
     for var in ("RAY_ADDRESS", "RAY_AUTH_TOKEN"):  # RAY_AUTH_TOKEN would win over the file
         full_env.pop(var, None)
     full_env.update(head_auth_env(token_path))
+    # On a busy machine Ray's own start waits (a raylet registering with the GCS) run
+    # past their 30 s defaults: give them the room a loaded 2-core machine needs.
+    full_env.setdefault("RAY_raylet_start_wait_time_s", "120")
     # Jobs run `python ...` on the head: make that this environment's Python.
     bindir = os.path.dirname(sys.executable)
     full_env["PATH"] = os.pathsep.join([bindir, full_env.get("PATH", "")])
