@@ -84,7 +84,7 @@ def _heads_of(deployment: Deployment) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def ray_head(e2e_root, ray_token, airflow_deployment):
+def ray_head(e2e_root, ray_token, session_deployment):
     """A real ``ray start --head`` on 127.0.0.1 with token auth, stopped by process group;
     a provider loopback head of the deployment (recorded where its tasks look heads up)."""
     from airflow_provider_rayorch.operators.local_head import start_local_head, stop_local_head
@@ -97,7 +97,7 @@ def ray_head(e2e_root, ray_token, airflow_deployment):
         "RAY_AUTH_TOKEN": ray_token,
         "PYTHONPATH": os.pathsep.join([str(EXAMPLES), str(E2E_DAGS)]),
     }
-    with _heads_of(airflow_deployment):
+    with _heads_of(session_deployment):
         head = start_local_head(
             num_cpus=2,
             env=env,
@@ -108,7 +108,7 @@ def ray_head(e2e_root, ray_token, airflow_deployment):
     try:
         yield head
     finally:
-        with _heads_of(airflow_deployment):
+        with _heads_of(session_deployment):
             stop_local_head(head)
 
 
@@ -125,7 +125,7 @@ def token_cluster(tmp_path_factory) -> Iterator[TokenCluster]:
 
 
 @pytest.fixture(scope="session")
-def airflow_deployment(tmp_path_factory) -> Iterator[Deployment]:
+def session_deployment(tmp_path_factory) -> Iterator[Deployment]:
     """Scheduler (LocalExecutor), DAG processor, triggerer and API server on loopback,
     under a user ``HOME`` where Ray has written its token file; no ``RAY_*`` variable set.
     Serves the example DAGs and the browser DAG; logs under ``<root>/airflow-home``."""
@@ -139,6 +139,13 @@ def airflow_deployment(tmp_path_factory) -> Iterator[Deployment]:
         f"a test changed the deployment's DAG folder: {served}; declare DAG files in "
         "tests/e2e/conftest.py DEPLOYMENT_DAGS instead"
     )
+
+
+@pytest.fixture(scope="session")
+def airflow_deployment(session_deployment: Deployment) -> Deployment:
+    """The deployment a test talks to (a module may name another one so: the session
+    fixtures that need the main deployment ask for ``session_deployment``)."""
+    return session_deployment
 
 
 #: The DAG files of the deployment with the OpenLineage listener on.

@@ -50,8 +50,11 @@ def store(s3_server: S3Server) -> RunStore:
 
 def test_a_run_store_writes_reads_and_commits_on_s3(store: RunStore) -> None:
     plan = PlanRecord(run_id="r", pipeline="m:P", fingerprint="f", sources=[1, 2, 3])
-    store.write_plan(plan)
-    assert store.read_plan("r") == plan
+    written = store.write_plan(plan)
+    assert written.sources is None
+    assert written.total_sources == 3
+    assert store.read_plan("r") == written
+    assert list(store.iter_sources(written)) == [1, 2, 3]
     assert store.committed("r") == frozenset()
     uri = store.write_outputs(
         "r", 0, "out", 0, [("present", None, {"a": 1}), ("failed", "x", None)]
