@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UsageError
 from ..program.options import Batching
 from ..program.plan import Node, NodeKind, Plan
 from .value_needs import PortNeeds, port_needs
@@ -205,8 +206,20 @@ BUILDERS: dict[NodeKind, _Builder] = {
 }
 
 
+def _build(plan: Plan, node: Node) -> Lowered:
+    builder = BUILDERS.get(node.kind)
+    if builder is None:
+        raise UsageError(
+            f"plan node {node.id} ({node.name!r}) is a {node.kind.value!r} node, which the "
+            "engine cannot lower: run a plan made by Pipeline.compile(), or register a "
+            f"builder for {node.kind} in runtime.lowering.BUILDERS"
+        )
+    return builder(plan, node)
+
+
 def _lower(plan: Plan) -> LoweredPlan:
-    nodes = tuple(BUILDERS[node.kind](plan, node) for node in plan.nodes if node.kind in BUILDERS)
+    """Every node but the sources (read through ``source_slots``) through its builder."""
+    nodes = tuple(_build(plan, node) for node in plan.nodes if node.kind is not NodeKind.SOURCE)
     return LoweredPlan(
         nodes=nodes,
         calls=tuple(n for n in nodes if type(n) is LoweredCall),

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 import airflow_provider_rayorch.rayorch as ro
+from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.rayorch.program.plan import NodeKind
 from airflow_provider_rayorch.rayorch.runtime.core import Core
 from airflow_provider_rayorch.rayorch.runtime.lowering import (
@@ -68,6 +71,19 @@ def test_each_node_kind_lowers_to_its_slot_facts() -> None:
     assert reduce.expand == expand.node_id
     assert reduce.in_slots == (filt.out_slot,)
     assert reduce.watch_slots == (filt.out_slot,)
+
+
+def test_a_node_kind_without_a_builder_raises_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plan = EveryKind().compile()
+    monkeypatch.delitem(BUILDERS, NodeKind.FILTER)
+    with pytest.raises(UsageError) as raised:
+        lower(plan)
+    message = str(raised.value)
+    assert "'filter' node" in message
+    assert "BUILDERS" in message
+    assert "Pipeline.compile()" in message
 
 
 def test_a_plan_is_lowered_once_and_every_run_shares_it() -> None:
