@@ -25,10 +25,8 @@
             └── RayOrchPipelineNotImportable  the pipeline cannot be imported where it runs
 
 Retryability is the type: ``isinstance(exc, RayOrchTransientError)`` for the
-provider's request retries, ``AirflowFailException`` for "no task retry". The old
-``RayOrchClusterError(message, transient=...)`` spelling still works: it builds a
-``RayOrchClusterUnavailable`` when ``transient`` is true (the default, as before),
-and ``exc.transient`` reads the type. Every class pickles (the root's ``__reduce__``).
+provider's request retries, ``AirflowFailException`` for "no task retry";
+``exc.transient`` reads the type. Every class pickles (the root's ``__reduce__``).
 """
 
 from __future__ import annotations

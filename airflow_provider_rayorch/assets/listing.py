@@ -11,7 +11,7 @@ from __future__ import annotations
 from airflow_provider_rayorch.assets.watch_state import ListedFile
 from airflow_provider_rayorch.runs.globbing import glob_files
 
-__all__ = ["ListedFile", "list_files"]
+__all__ = ["list_files"]
 
 
 def list_files(uri_glob: str) -> list[ListedFile]:

@@ -17,12 +17,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_rayorch.runs.glob_syntax import GLOB_CHARS, has_wildcard
+from airflow_provider_rayorch.runs.glob_syntax import has_wildcard
 
 __all__ = [
     "COMMITTED_KEY",
     "EMITTED_KEY",
-    "GLOB_CHARS",
     "ListedFile",
     "NewSourcesBatch",
     "decode_committed",

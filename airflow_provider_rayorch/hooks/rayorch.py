@@ -45,31 +45,13 @@ from airflow_provider_rayorch.exceptions import (
     RayOrchConnectionNotFound,
 )
 from airflow_provider_rayorch.hooks.jobs_api import Clients, Contact, JobsApi, TokenChoice
-from airflow_provider_rayorch.hooks.settings import (
-    DEFAULT_PORT,
-    RayOrchSettings,
-    default_run_store,
-    merge_runtime_env,
-)
+from airflow_provider_rayorch.hooks.settings import RayOrchSettings, merge_runtime_env
 from airflow_provider_rayorch.runs.secrets import ray_init_secrets
 
 if TYPE_CHECKING:
     from airflow_provider_rayorch.runs.store import RunStore
 
-__all__ = [
-    "ACTIVE_STATES",
-    "DEFAULT_PORT",
-    "TERMINAL_STATES",
-    "RayOrchHook",
-    "RayOrchSettings",
-    "default_run_store",
-    "merge_runtime_env",
-    "open_run_store",
-]
-
-#: Kept for callers of earlier versions; prefer ``JobStatus.is_active``.
-ACTIVE_STATES = frozenset({JobStatus.PENDING, JobStatus.RUNNING})
-TERMINAL_STATES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED})
+__all__ = ["RayOrchHook", "mask_secrets", "open_run_store"]
 
 
 class RayOrchHook(BaseHook):
@@ -212,10 +194,6 @@ class RayOrchHook(BaseHook):
     def runtime_env(self, override: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The connection's ``runtime_env`` with the operator's merged over it."""
         return merge_runtime_env(self.settings.runtime_env, override)
-
-    def _headers(self) -> dict[str, str]:
-        token = self.settings.token
-        return {"Authorization": f"Bearer {token}"} if token else {}
 
     # -- Jobs API ----------------------------------------------------------------------
     def _require_address(self, settings: RayOrchSettings | None = None) -> str:

@@ -19,7 +19,7 @@ from airflow_provider_rayorch.common.states import JOB_URL_KEY, LOCAL_HEAD_KEY
 if TYPE_CHECKING:
     from airflow.sdk.types import TaskInstanceKey
 
-__all__ = ["JOB_URL_KEY", "RayJobLink"]
+__all__ = ["RayJobLink"]
 
 
 class RayJobLink(BaseOperatorLink):

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from airflow.sdk import Context
 
-__all__ = ["END_POLL_S", "WHOLE_READ_MAX_CHARS", "JobWaiting", "execution_timeout_hint"]
+__all__ = ["WHOLE_READ_MAX_CHARS", "JobWaiting", "execution_timeout_hint"]
 
 #: A successful run whose log streamed so far is shorter than this has the rest of it
 #: read once by offset instead of waiting for Ray to close the stream.
@@ -99,11 +99,9 @@ class JobWaiting:
         """Until the next look: at most the poll interval, cut short by the job's log.
 
         A run event in the streamed log (a microbatch committed, the run ended) ends
-        the wait at once; once the driver said its run ended, its process is exiting and
-        the job's status is read every :data:`END_POLL_S` for up to one poll interval.
-        So the task ends within about a second of its job instead of up to a poll
-        interval later (issue 21: 4.0 s median of the 5 s default on a loopback
-        deployment). A failed or closed stream leaves the plain interval (no busy loop).
+        the wait at once. Once the driver said its run ended, the job's status is read
+        every :data:`END_POLL_S` for up to one poll interval. A failed or closed stream
+        waits the plain interval.
         """
         now = time.monotonic()
         if relay.run_ended:
@@ -135,14 +133,11 @@ class JobWaiting:
         meaningful once the job ended). The stream's chunks when it works, else the
         whole log read again and relayed from the last offset.
 
-        Once the job ended, Ray sends the log's last lines within a second or two and
-        closes the stream 2 to 5 s after the job ended (it reads the log to its end
-        once a second). That close is waited for only when it matters and costs
-        little to skip otherwise (issue 21: the task ended 3 to 4 s after its job):
-        not once the driver's ``end`` event came (it prints nothing after it), and not
-        for a run that succeeded with a log under :data:`WHOLE_READ_MAX_CHARS`, whose
-        rest is read once by offset instead. A job that failed after the end event
-        has its whole log read by offset (``_last_log``)."""
+        Once the job ended, the stream's close is waited for (at least
+        :data:`STREAM_CLOSE_WAIT_S`) unless the driver's ``end`` event came (it prints
+        nothing after it) or the run succeeded with a log under
+        :data:`WHOLE_READ_MAX_CHARS`, whose rest is read once by offset. A job that
+        failed after the end event has its whole log read by offset (``_last_log``)."""
         read_rest = succeeded and relay.consumed < WHOLE_READ_MAX_CHARS
         if ended and follower.failed is None and not relay.run_ended and not read_rest:
             follower.wait_closed(max(STREAM_CLOSE_WAIT_S, 2 * self.poll_interval))

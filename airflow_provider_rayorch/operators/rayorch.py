@@ -19,20 +19,15 @@ from airflow_provider_rayorch.common.ratio import judge_summary
 from airflow_provider_rayorch.common.repair import RepairMode, should_repair
 from airflow_provider_rayorch.common.states import (
     JOB_ID_KEY,
-    RUN_ID_KEY,
-    RUN_STORE_KEY,
     SUMMARY_KEY,
     JobStatus,
     with_job_status,
 )
 from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded, RayOrchJobFailed
-from airflow_provider_rayorch.operators._embedded import (  # re-exported: older import paths
+from airflow_provider_rayorch.operators._embedded import (
     DRIVER_MODULE,
     EMBEDDED_RAY_START_RETRIES,
-    RAY_START_TIMED_OUT,
     EmbeddedDriver,
-    _die_with_parent_fn,
-    embedded_ray_env,
 )
 from airflow_provider_rayorch.operators._job_wait import JobWaiting, execution_timeout_hint
 from airflow_provider_rayorch.operators._run_task import RunTask
@@ -48,18 +43,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_rayorch.runs.store import PlanRecord
 
-__all__ = [
-    "DRIVER_MODULE",
-    "EMBEDDED_RAY_START_RETRIES",
-    "JOB_ID_KEY",
-    "RAY_START_TIMED_OUT",
-    "RUN_ID_KEY",
-    "RUN_STORE_KEY",
-    "SUMMARY_KEY",
-    "RayOrchOperator",
-    "_die_with_parent_fn",
-    "embedded_ray_env",
-]
+__all__ = ["RayOrchOperator"]
 
 
 class RayOrchOperator(JobSubmitting, JobWaiting, ResumableJobMixin, RunTask):

@@ -27,8 +27,6 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
 __all__ = [
-    "RUN_ID_KEY",
-    "RUN_STORE_KEY",
     "RunRef",
     "find_for_dag_run",
     "find_for_ti",

@@ -10,8 +10,8 @@ Both wait through the one job watch (:mod:`..common.job_watch`).
 
 With ``end_from_trigger`` (the sensors' default) both judge the outcome with the
 sensor's ``max_failed_ratio`` and end its task themselves, in the triggerer
-(:mod:`._task_end` says why); without it (the operator, or a trigger serialized by an
-earlier version) they fire an event the task resumes on.
+(:mod:`._task_end` says why); without it (the operator's) they fire an event the task
+resumes on.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from airflow_provider_rayorch.common.log_relay import (
     astream_job_logs,
 )
 from airflow_provider_rayorch.common.microbatch_story import log_microbatch, log_run
-from airflow_provider_rayorch.common.polling import COMMIT_LOOK_S, END_POLL_S, RETRY_BUDGET
+from airflow_provider_rayorch.common.polling import COMMIT_LOOK_S, END_POLL_S
 from airflow_provider_rayorch.common.repair import ended_before_commit
 from airflow_provider_rayorch.common.states import JobStatus, with_job_status
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
@@ -42,9 +42,6 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
 __all__ = ["RayOrchJobTrigger", "RayOrchMicrobatchTrigger"]
-
-#: Kept for callers of earlier versions: the retry budget's number of retries.
-MAX_POLL_ERRORS = RETRY_BUDGET.retries
 
 
 def _positive(name: str, value: float) -> float:

@@ -148,11 +148,11 @@ def test_head_token_wins_over_the_connection_token_and_is_masked(
     monkeypatch.setattr("airflow.sdk.log.mask_secret", lambda s, *a, **k: masked.append(s))
     hook = RayOrchHook(address="http://127.0.0.1:8998")
     assert hook.is_local_head
-    assert hook._headers() == {"Authorization": "Bearer head-token-value"}
+    assert hook.api.headers() == {"Authorization": "Bearer head-token-value"}
     assert hook.api.token.describe() == (
         f"the token of the provider's loopback head (token file {token})"
     )
     assert masked == ["head-token-value"]
     other = RayOrchHook()
-    assert other._headers() == {"Authorization": "Bearer conn-token"}
+    assert other.api.headers() == {"Authorization": "Bearer conn-token"}
     assert not other.is_local_head

@@ -13,7 +13,7 @@ from unittest import mock
 
 import pytest
 
-from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
+from airflow_provider_rayorch.hooks.settings import RayOrchSettings
 from airflow_provider_rayorch.operators import _job_wait
 from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 

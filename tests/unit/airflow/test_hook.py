@@ -7,7 +7,8 @@ from types import SimpleNamespace
 import pytest
 
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
-from airflow_provider_rayorch.hooks.rayorch import RayOrchHook, RayOrchSettings, merge_runtime_env
+from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+from airflow_provider_rayorch.hooks.settings import RayOrchSettings, merge_runtime_env
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -81,7 +82,7 @@ def test_connection_from_env_masks_token(monkeypatch) -> None:
     monkeypatch.setattr("airflow.sdk.log.mask_secret", lambda s, *a, **k: masked.append(s))
     hook = RayOrchHook("ro_test")
     assert hook.settings.address == "http://head:8265"
-    assert hook._headers() == {"Authorization": "Bearer tok-123456789"}
+    assert hook.api.headers() == {"Authorization": "Bearer tok-123456789"}
     assert masked == ["tok-123456789"]
 
 

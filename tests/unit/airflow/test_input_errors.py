@@ -10,7 +10,8 @@ import pytest
 from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_provider_rayorch.exceptions import RayOrchCompileFailed
-from airflow_provider_rayorch.hooks.rayorch import RayOrchHook, RayOrchSettings
+from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+from airflow_provider_rayorch.hooks.settings import RayOrchSettings
 from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 from airflow_provider_rayorch.runs.factory_args import kwargs_mismatch
 from airflow_provider_rayorch.runs.globbing import SourcesNotFound

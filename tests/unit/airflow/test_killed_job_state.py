@@ -9,7 +9,7 @@ from unittest import mock
 
 import pytest
 
-from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
+from airflow_provider_rayorch.hooks.settings import RayOrchSettings
 from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 from airflow_provider_rayorch.reports.state import RunFacts, decide_state
 from airflow_provider_rayorch.runs.store import RunStore

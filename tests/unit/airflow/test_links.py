@@ -32,12 +32,6 @@ def test_report_link_is_the_plugin_page_of_the_task_instance() -> None:
     assert link == "/rayorch/ti?dag_id=d&run_id=r1&task_id=t&map_index=2"
 
 
-def test_plugin_links_module_re_exports_the_report_link() -> None:
-    from airflow_provider_rayorch.plugins import links
-
-    assert links.RayOrchReportLink is RayOrchReportLink
-
-
 def test_cluster_job_link_is_the_dashboard(xcoms) -> None:
     xcoms[JOB_URL_KEY] = "http://head:8265/#/jobs/j1"
     assert RayJobLink().get_link(SimpleNamespace(), ti_key=KEY) == "http://head:8265/#/jobs/j1"

@@ -85,7 +85,7 @@ def test_typo_in_pipeline_path_on_embedded_ray_does_not_suggest_runtime_env(
     tmp_path, fake_engine
 ) -> None:
     """Finding 6 (b): on embedded Ray a typo is a typo, not a packaging problem."""
-    from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
+    from airflow_provider_rayorch.hooks.settings import RayOrchSettings
     from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 
     hook = mock.MagicMock(embedded=True, run_store_uri=str(tmp_path))
@@ -109,7 +109,7 @@ def test_loopback_head_gives_no_runtime_env_warning(tmp_path, fake_engine) -> No
     """Finding 6 (a): the provider's loopback head imports what the worker imports."""
     from structlog.testing import capture_logs
 
-    from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
+    from airflow_provider_rayorch.hooks.settings import RayOrchSettings
     from airflow_provider_rayorch.operators.microbatch import RayOrchSubmitOperator
 
     address = "http://127.0.0.1:8265"
@@ -132,7 +132,7 @@ def _cluster_operator(tmp_path, pipeline: str, dag_file=None):
     """A submit operator on a remote cluster (no runtime_env), in a DAG at ``dag_file``."""
     from airflow.sdk import DAG
 
-    from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
+    from airflow_provider_rayorch.hooks.settings import RayOrchSettings
     from airflow_provider_rayorch.operators.microbatch import RayOrchSubmitOperator
 
     hook = mock.MagicMock(embedded=False, run_store_uri=str(tmp_path), is_local_head=False)

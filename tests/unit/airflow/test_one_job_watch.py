@@ -8,7 +8,7 @@ from unittest import mock
 
 import pytest
 
-from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs import driver, pipeline_load
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 pytestmark = pytest.mark.timeout(60)
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.timeout(60)
 def _finished_run(tmp_path, job_status: str) -> RunStore:
     store = RunStore(str(tmp_path))
     spec = "fake_pipelines:Square"
-    fingerprint = driver.import_factory(spec)().compile().fingerprint
+    fingerprint = pipeline_load.import_factory(spec)().compile().fingerprint
     store.write_plan(
         PlanRecord(run_id="run", pipeline=spec, fingerprint=fingerprint, sources=[1, 2])
     )
@@ -29,7 +29,7 @@ def _finished_run(tmp_path, job_status: str) -> RunStore:
 
 
 def _operator(tmp_path):
-    from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
+    from airflow_provider_rayorch.hooks.settings import RayOrchSettings
     from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 
     hook = mock.MagicMock(embedded=False, run_store_uri=str(tmp_path), is_local_head=False)

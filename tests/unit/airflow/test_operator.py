@@ -13,8 +13,7 @@ from airflow_provider_rayorch.exceptions import (
     RayOrchPipelineNotImportable,
     RayOrchPlanChanged,
 )
-from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
-from airflow_provider_rayorch.operators import _common
+from airflow_provider_rayorch.hooks.settings import RayOrchSettings
 from airflow_provider_rayorch.operators.microbatch import RayOrchSubmitOperator
 from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 from airflow_provider_rayorch.runs import driver
@@ -94,14 +93,6 @@ def _cluster_runs_driver(tmp_path, hook, statuses=("RUNNING", "SUCCEEDED")):
 
     hook.get_job_info.side_effect = info
     hook.get_job_status.side_effect = lambda j: (info(j) or {"status": "MISSING"})["status"]
-
-
-def test_run_id_ignores_try_number_and_separates_map_indexes() -> None:
-    a = _common.derive_run_id("d", "r", "t", -1)
-    assert a == _common.derive_run_id("d", "r", "t", -1)
-    assert a != _common.derive_run_id("d", "r", "t", 0)
-    assert a != _common.derive_run_id("d", "r2", "t", -1)
-    assert _common.submission_id(a, 1) != _common.submission_id(a, 2)
 
 
 def test_compile_error_fails_before_anything_is_submitted(tmp_path, fake_engine) -> None:
@@ -262,19 +253,6 @@ def test_on_kill_stops_job(tmp_path) -> None:
     hook.stop_job.assert_called_once_with("j7")
 
 
-def test_sources_glob(tmp_path, fake_engine) -> None:
-    data = tmp_path / "in"
-    data.mkdir()
-    for name in ("b.txt", "a.txt"):
-        (data / name).write_text("x")
-    assert _common.resolve_sources(f"{data}/*.txt") == ([f"{data}/a.txt", f"{data}/b.txt"], 1)
-    assert _common.resolve_sources([3, 1]) == ([3, 1], 1)
-    assert _common.resolve_sources({"a": [1, 2], "b": ["x", "y"]}) == ([[1, "x"], [2, "y"]], 2)
-    assert _common.resolve_sources({"a": [1, 2]}) == ([1, 2], 1)
-    with pytest.raises(ValueError, match="differ in length"):
-        _common.resolve_sources({"a": [1, 2], "b": ["x"]})
-
-
 def test_submit_operator_returns_descriptors(tmp_path, fake_engine) -> None:
     hook = _hook(tmp_path)
     hook.submit_job.return_value = "job-x"
@@ -362,7 +340,7 @@ def test_embedded_driver_dies_with_its_task_process(tmp_path) -> None:
 
     script = (
         "import subprocess, sys, time\n"
-        "from airflow_provider_rayorch.operators.rayorch import _die_with_parent_fn\n"
+        "from airflow_provider_rayorch.operators._embedded import _die_with_parent_fn\n"
         "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],\n"
         "                         start_new_session=True, preexec_fn=_die_with_parent_fn())\n"
         "print(child.pid, flush=True)\n"

@@ -19,7 +19,7 @@ from unittest import mock
 
 import pytest
 
-from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs import driver, pipeline_load
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 pytestmark = pytest.mark.timeout(60)
@@ -85,7 +85,7 @@ class _Stream:
 def _finished_run(tmp_path: Any) -> None:
     store = RunStore(str(tmp_path))
     spec = "fake_pipelines:Square"
-    fingerprint = driver.import_factory(spec)().compile().fingerprint
+    fingerprint = pipeline_load.import_factory(spec)().compile().fingerprint
     store.write_plan(
         PlanRecord(run_id="run", pipeline=spec, fingerprint=fingerprint, sources=[1, 2])
     )
@@ -97,7 +97,7 @@ def _poll(
 ) -> list[float]:
     """Wait for a job whose successive reads give ``statuses``; returns when (on the
     fake clock) each read happened."""
-    from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
+    from airflow_provider_rayorch.hooks.settings import RayOrchSettings
     from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 
     _finished_run(tmp_path)
@@ -126,7 +126,7 @@ def _poll(
 
 
 def test_a_commit_and_the_run_end_wake_the_wait(tmp_path, fake_engine) -> None:
-    from airflow_provider_rayorch.operators._job_wait import END_POLL_S
+    from airflow_provider_rayorch.common.polling import END_POLL_S
 
     clock = _Clock()
     stream = _Stream(clock, ["driver starting\n", COMMIT, END])
@@ -167,7 +167,7 @@ def test_a_failed_job_without_the_end_event_is_read_to_the_streams_close(
 
 
 def test_fast_reads_after_the_end_event_last_one_poll_interval(tmp_path, fake_engine) -> None:
-    from airflow_provider_rayorch.operators._job_wait import END_POLL_S
+    from airflow_provider_rayorch.common.polling import END_POLL_S
 
     clock = _Clock()
     stream = _Stream(clock, [END])

@@ -32,7 +32,7 @@ def test_driver_prints_one_human_line_per_committed_microbatch(
 
 
 def test_relayed_job_log_keeps_events_out_of_the_info_log(tmp_path, fake_engine) -> None:
-    from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
+    from airflow_provider_rayorch.hooks.settings import RayOrchSettings
     from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 
     hook = mock.MagicMock(embedded=False, run_store_uri=str(tmp_path), is_local_head=False)

@@ -18,7 +18,7 @@ from airflow_provider_rayorch.common.repair import (
     should_repair,
 )
 from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded
-from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
+from airflow_provider_rayorch.hooks.settings import RayOrchSettings
 from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 from airflow_provider_rayorch.runs import driver
 

@@ -12,7 +12,8 @@ from unittest import mock
 
 import pytest
 
-from airflow_provider_rayorch.hooks.rayorch import RayOrchHook, RayOrchSettings
+from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+from airflow_provider_rayorch.hooks.settings import RayOrchSettings
 from airflow_provider_rayorch.operators import _embedded as embedded
 from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 from airflow_provider_rayorch.runs.handoff import deposit_name, key_of

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_rayorch.common.states import CONN_ID_KEY
 from airflow_provider_rayorch.hooks.rayorch import open_run_store
 from airflow_provider_rayorch.plugins import app as plugin_app
-from airflow_provider_rayorch.plugins.resolve import CONN_ID_KEY, RunRef, ref_from_values
+from airflow_provider_rayorch.plugins.resolve import RunRef, ref_from_values
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -8,7 +8,7 @@ from unittest import mock
 import pytest
 
 from airflow_provider_rayorch.exceptions import RayOrchJobFailed, RayOrchPermanentError
-from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
+from airflow_provider_rayorch.hooks.settings import RayOrchSettings
 from airflow_provider_rayorch.operators.microbatch import (
     RayOrchSubmitOperator,
     rayorch_microbatch_group,

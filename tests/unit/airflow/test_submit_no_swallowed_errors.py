@@ -25,7 +25,8 @@ from airflow_provider_rayorch.exceptions import (
     RayOrchJobFailed,
     RayOrchPipelineNotImportable,
 )
-from airflow_provider_rayorch.hooks.rayorch import RayOrchHook, RayOrchSettings
+from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+from airflow_provider_rayorch.hooks.settings import RayOrchSettings
 from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.runs.store import RunStore

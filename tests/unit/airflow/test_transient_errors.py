@@ -108,7 +108,7 @@ def test_microbatch_trigger_fails_at_once_on_a_refused_token(monkeypatch, tmp_pa
 
 
 def test_operator_poll_gives_up_after_the_budget(tmp_path, fake_engine) -> None:
-    from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
+    from airflow_provider_rayorch.hooks.settings import RayOrchSettings
     from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 
     hook = mock.MagicMock(embedded=False, is_local_head=False, run_store_uri=str(tmp_path))

@@ -11,7 +11,7 @@ from unittest import mock
 
 import pytest
 
-from airflow_provider_rayorch.hooks.rayorch import RayOrchSettings
+from airflow_provider_rayorch.hooks.settings import RayOrchSettings
 from airflow_provider_rayorch.runs import driver
 from airflow_provider_rayorch.runs.store import RunStore
 

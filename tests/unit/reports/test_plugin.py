@@ -61,7 +61,7 @@ def test_run_reference_from_task_values(values, expected) -> None:
 def test_report_link_points_at_the_plugin(monkeypatch) -> None:
     from airflow.sdk.types import TaskInstanceKey  # noqa: F401 - the key type exists
 
-    from airflow_provider_rayorch.plugins.links import RayOrchReportLink
+    from airflow_provider_rayorch.links.report import RayOrchReportLink
 
     class Key:
         dag_id, run_id, task_id, map_index = "d", "manual__2026-01-01T00:00:00+00:00", "g.mb", 3
