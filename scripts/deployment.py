@@ -419,6 +419,8 @@ def stop(args: argparse.Namespace) -> int:
             if stop_head(path, head):
                 where = f"{head.get('address')} (process group {head.get('pgid')})"
                 print(f"stopped the loopback Ray head at {where}, started by a task here")
+        # the shared head (if any) was among them: the next run starts a new one
+        (heads_dir(home) / "shared.json").unlink(missing_ok=True)
     return 0
 
 

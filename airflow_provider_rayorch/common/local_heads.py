@@ -30,7 +30,7 @@ import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
@@ -39,20 +39,27 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
 
 __all__ = [
+    "SHARED_KEY",
     "LocalHead",
     "StartedHead",
+    "directory",
     "forget",
+    "forget_shared",
     "lookup",
     "note_started",
     "note_up",
     "process_start",
+    "read_shared",
     "read_token",
     "register",
     "release_ports",
     "reserve_ports",
     "run_key",
+    "shared_turn",
+    "start_turn",
     "started_heads",
     "unregister",
+    "write_shared",
 ]
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -70,6 +77,11 @@ class LocalHead:
 def _registry() -> Path:
     root = os.environ.get("RAYORCH_LOCAL_HEADS_DIR") or f"/tmp/rayorch-heads-{os.getuid()}"
     return Path(root)
+
+
+def directory() -> Path:
+    """Where this process records heads (``$RAYORCH_LOCAL_HEADS_DIR`` or the default)."""
+    return _registry()
 
 
 def _private_dir() -> Path:
@@ -275,15 +287,12 @@ _TURN_POLL_S = 0.2
 
 
 @contextlib.contextmanager
-def start_turn(stopped: Callable[[], bool]) -> Iterator[None]:
-    """This machine's loopback heads start one at a time: held from ``ray start`` until
-    the head takes jobs. Heads started together on a busy machine starve each other's
-    agents, and Ray's raylet aborts when an agent does not report its port within about
-    15 s. Waits for the turn (not counted in a start's timeout); once ``stopped()``
-    says True while it waits, the start fails with nothing started."""
+def _turn(lock_name: str, stopped: Callable[[], bool], waiting: str) -> Iterator[None]:
+    """Hold this machine's lock ``lock_name`` (a file in the registry); waits for it,
+    failing once ``stopped()`` says True while it waits."""
     import fcntl
 
-    with open(_private_dir() / "start.lock", "a") as lock:
+    with open(_private_dir() / lock_name, "a") as lock:
         while True:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -291,15 +300,54 @@ def start_turn(stopped: Callable[[], bool]) -> Iterator[None]:
             except BlockingIOError:
                 if stopped():
                     raise RayOrchClusterError(
-                        "killed while its Ray head waited for its turn to start; nothing "
-                        "was started",
-                        transient=False,
+                        f"killed while {waiting}; nothing was started", transient=False
                     ) from None
                 time.sleep(_TURN_POLL_S)
         try:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def start_turn(stopped: Callable[[], bool]) -> contextlib.AbstractContextManager[None]:
+    """This machine's loopback heads start one at a time: held from ``ray start`` until
+    the head takes jobs. Heads started together on a busy machine starve each other's
+    agents, and Ray's raylet aborts when an agent does not report its port within about
+    15 s. Waits for the turn (not counted in a start's timeout); once ``stopped()``
+    says True while it waits, the start fails with nothing started."""
+    return _turn("start.lock", stopped, "its Ray head waited for its turn to start")
+
+
+# -- the machine's shared head ------------------------------------------------------------
+
+#: The run key the shared head is recorded under (no task instance owns it).
+SHARED_KEY = "shared"
+
+
+def shared_turn(stopped: Callable[[], bool]) -> contextlib.AbstractContextManager[None]:
+    """Held while a run finds (or starts) the shared head: runs starting together
+    start it once."""
+    return _turn("shared.lock", stopped, "it waited for the shared Ray head")
+
+
+def read_shared() -> dict[str, Any] | None:
+    """The shared head's info as recorded when it came up, or None."""
+    try:
+        data = json.loads((_private_dir() / "shared.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return dict(data) if isinstance(data, dict) else None
+
+
+def write_shared(info: Mapping[str, object]) -> None:
+    """Record ``info`` as this machine's shared head."""
+    _write(_private_dir() / "shared.json", info)
+
+
+def forget_shared() -> None:
+    """Drop the shared head's record (it is stopped or gone)."""
+    with contextlib.suppress(FileNotFoundError):
+        (_private_dir() / "shared.json").unlink()
 
 
 def _reserved(path: Path) -> dict[str, float]:

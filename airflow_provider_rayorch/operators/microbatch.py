@@ -8,7 +8,7 @@ machine, a loopback Ray head as setup/teardown).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from airflow.sdk import TaskGroup
 
@@ -131,7 +131,7 @@ def rayorch_microbatch_group(
     rayorch_conn_id: str = "rayorch_default",
     ray_address: str | None = None,
     max_failed_ratio: float = 0.0,
-    local_head: bool = False,
+    local_head: bool | Literal["shared"] = False,
     local_head_num_cpus: int | None = None,
     deferrable: bool | None = None,
     poke_interval: float = 5.0,
@@ -146,9 +146,11 @@ def rayorch_microbatch_group(
     fails when its own failed ratio exceeds ``max_failed_ratio``; ``run`` (trigger
     rule ``all_done``) waits for the job, returns the run summary and judges the
     whole run against the same ratio. With ``local_head=True`` a ``ray_head`` setup
-    task starts a loopback Ray head and a ``stop_ray_head`` teardown task stops it
-    after ``run``; ``submit`` then retries a refused connection to that head
-    (``answered_before``: ``ray_head`` saw it answer). ``repair`` is the microbatch
+    task starts a loopback Ray head of the run's own and a ``stop_ray_head`` teardown
+    task stops it after ``run``; with ``local_head="shared"`` the ``ray_head`` task finds
+    the machine's shared head (or starts it, once for runs starting together) and no
+    task stops it (:mod:`.shared_head`). ``submit`` then retries a refused connection to
+    that head (``answered_before``: ``ray_head`` saw it answer). ``repair`` is the microbatch
     sensors' (docs/airflow/repair.md): clearing a failed ``microbatch`` task instance
     with its downstream re-runs only its FAILED and SUPPRESSED sources, and ``run``
     waits for that repair.
@@ -165,8 +167,16 @@ def rayorch_microbatch_group(
         prefix = f"{group.group_id}." if group.group_id else ""
         head = None
         address = ray_address
+        if local_head not in (False, True, "shared"):
+            raise UsageError(
+                f"rayorch_microbatch_group({group_id!r}): local_head={local_head!r}; use "
+                "True (a head of the run's own), \"shared\" (the machine's shared head) or "
+                "False (ray_address or the connection's cluster)"
+            )
         if local_head:
-            head = RayLocalHeadStartOperator(task_id="ray_head", num_cpus=local_head_num_cpus)
+            head = RayLocalHeadStartOperator(
+                task_id="ray_head", num_cpus=local_head_num_cpus, shared=local_head == "shared"
+            )
             address = f"{{{{ ti.xcom_pull(task_ids='{prefix}ray_head')['address'] }}}}"
         submit = RayOrchSubmitOperator(
             task_id="submit",
@@ -178,7 +188,7 @@ def rayorch_microbatch_group(
             rayorch_conn_id=rayorch_conn_id,
             ray_address=address,
             max_failed_ratio=max_failed_ratio,
-            **{"answered_before": local_head, **dict(submit_kwargs or {})},
+            **{"answered_before": bool(local_head), **dict(submit_kwargs or {})},
         )
 
         def pull(key: str) -> str:
@@ -213,8 +223,9 @@ def rayorch_microbatch_group(
         )
         submit >> sensors >> run
         if head is not None:
-            stop = RayLocalHeadStopOperator(task_id="stop_ray_head", head=head.output)
             head >> submit
+        if head is not None and local_head is True:
+            stop = RayLocalHeadStopOperator(task_id="stop_ray_head", head=head.output)
             run >> stop.as_teardown(setups=head)
     return group
 

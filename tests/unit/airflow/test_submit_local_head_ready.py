@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from submit_fakes import JsonHandler, start, stop
 
-from airflow_provider_rayorch.operators import local_head
+from airflow_provider_rayorch.operators import _head_start
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -83,10 +83,10 @@ class FakeRayStart:
 def fake_head(monkeypatch, tmp_path) -> Iterator[FakeHead]:
     head = FakeHead()
     ports = head.ports()
-    monkeypatch.setattr(local_head, "_free_port", lambda: next(ports))
-    monkeypatch.setattr(local_head, "_ray_executable", lambda: "ray")
-    monkeypatch.setattr(local_head.subprocess, "Popen", FakeRayStart)
-    monkeypatch.setattr(local_head.time, "sleep", lambda s: None)  # the probes pace the test
+    monkeypatch.setattr(_head_start, "_free_port", lambda: next(ports))
+    monkeypatch.setattr(_head_start, "_ray_executable", lambda: "ray")
+    monkeypatch.setattr(_head_start.subprocess, "Popen", FakeRayStart)
+    monkeypatch.setattr(_head_start.time, "sleep", lambda s: None)  # the probes pace the test
     monkeypatch.setenv("RAYORCH_LOCAL_HEADS_DIR", str(tmp_path / "heads"))
     try:
         yield head
@@ -95,7 +95,7 @@ def fake_head(monkeypatch, tmp_path) -> Iterator[FakeHead]:
 
 
 def test_the_head_is_up_only_when_its_job_agent_answers(fake_head: FakeHead, tmp_path) -> None:
-    info = local_head.start_local_head(temp_root=str(tmp_path), timeout=30)
+    info = _head_start.start_local_head(temp_root=str(tmp_path), timeout=30)
     assert fake_head.agent is not None, "returned before the job agent was up"
     assert fake_head.agent_asked >= 1
     assert info["address"].endswith(f":{fake_head.dashboard.server_address[1]}")

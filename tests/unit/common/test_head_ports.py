@@ -23,7 +23,7 @@ def _starts(registry: str, barrier: multiprocessing.synchronize.Barrier, out) ->
     import os
 
     from airflow_provider_rayorch.common import local_heads
-    from airflow_provider_rayorch.operators.local_head import _free_port
+    from airflow_provider_rayorch.operators._head_start import _free_port
 
     os.environ["RAYORCH_LOCAL_HEADS_DIR"] = registry
     barrier.wait(timeout=120)
