@@ -1,7 +1,10 @@
 """Apache Airflow provider for RayOrch dataflows on Ray.
 
 Kept light on purpose: every Ray actor imports this package, so importing it
-(or ``airflow_provider_rayorch.rayorch``) never imports airflow.
+(or ``airflow_provider_rayorch.rayorch``) never imports airflow. The version is
+the engine's.
 """
 
-__version__ = "0.1.0"
+from airflow_provider_rayorch.rayorch import __version__
+
+__all__ = ["__version__"]

@@ -17,6 +17,7 @@ from airflow_provider_rayorch.exceptions import (
     RayOrchPipelineNotImportable,
     RayOrchPlanChanged,
 )
+from airflow_provider_rayorch.runs.exit_codes import EXIT_COMPILE, EXIT_IMPORT, EXIT_PLAN_CHANGED
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -28,12 +29,10 @@ ERROR_MARKER = "RAYORCH_ERROR "
 
 def driver_exit_error(code: int, message: str) -> Exception:
     """The task's error for a driver that exited with ``code``."""
-    from airflow_provider_rayorch.runs import driver
-
     kinds: dict[int, type[Exception]] = {
-        driver.EXIT_IMPORT: RayOrchPipelineNotImportable,
-        driver.EXIT_COMPILE: RayOrchCompileFailed,
-        driver.EXIT_PLAN_CHANGED: RayOrchPlanChanged,
+        EXIT_IMPORT: RayOrchPipelineNotImportable,
+        EXIT_COMPILE: RayOrchCompileFailed,
+        EXIT_PLAN_CHANGED: RayOrchPlanChanged,
     }
     return kinds.get(int(code), RayOrchJobFailed)(message)
 

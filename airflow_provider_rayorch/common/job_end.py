@@ -15,14 +15,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_rayorch.common.driver_exit import error_line
 from airflow_provider_rayorch.rayorch.plain_text import strip_ansi
 from airflow_provider_rayorch.runs.driver_log import StoredLog, read_driver_log_tail
 
 if TYPE_CHECKING:
-    from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
     from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = ["TAIL_LINES", "JobEnd", "ajob_end", "driver_cause", "explain_job_end", "job_end"]
@@ -34,6 +33,14 @@ _TRACEBACK = "Traceback (most recent call last):"
 _RAY_LOGS = ", last available logs"
 #: A stored log whose driver started this long before the job is an earlier driver's.
 _CLOCK_SLACK = timedelta(minutes=1)
+
+
+class JobInfoSource(Protocol):
+    """What reads Ray's record of a job (the hook does)."""
+
+    def get_job_info(self, job_id: str) -> dict[str, Any] | None: ...
+
+    async def aget_job_info(self, job_id: str) -> dict[str, Any] | None: ...
 
 
 @dataclass(frozen=True)
@@ -137,7 +144,7 @@ def _info_message(info: Any, job_id: str) -> tuple[str, datetime | None]:
     return str(info.get("message") or ""), started
 
 
-def job_end(hook: RayOrchHook, store: RunStore, run_id: str, job_id: str) -> JobEnd:
+def job_end(hook: JobInfoSource, store: RunStore, run_id: str, job_id: str) -> JobEnd:
     """:func:`explain_job_end` with Ray's message and the stored driver log read here
     (best effort: either may be unreadable)."""
     try:
@@ -151,7 +158,7 @@ def job_end(hook: RayOrchHook, store: RunStore, run_id: str, job_id: str) -> Job
     return explain_job_end(ray_message=message, stored=stored, job_started=started)
 
 
-async def ajob_end(hook: RayOrchHook, store: RunStore, run_id: str, job_id: str) -> JobEnd:
+async def ajob_end(hook: JobInfoSource, store: RunStore, run_id: str, job_id: str) -> JobEnd:
     """:func:`job_end` for triggers: the Jobs API awaited, the store read in a thread."""
     try:
         message, started = _info_message(await hook.aget_job_info(job_id), job_id)

@@ -20,15 +20,14 @@ import json
 import queue
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_rayorch.common.progress import EVENT_MARKER, relay_line
 from airflow_provider_rayorch.rayorch.plain_text import strip_ansi
 
 if TYPE_CHECKING:
+    import ssl
     from collections.abc import AsyncIterator, Callable
-
-    from airflow_provider_rayorch.hooks.jobs_api import JobsApi
 
 __all__ = ["STREAM_CLOSE_WAIT_S", "LineRelay", "LogFollower", "astream_job_logs"]
 
@@ -95,7 +94,21 @@ class LineRelay:
                 self.run_ended = True
 
 
-async def astream_job_logs(api: JobsApi, job_id: str) -> AsyncIterator[str]:
+class JobsEndpoint(Protocol):
+    """Where and how to reach Ray's Jobs API (the hook's ``JobsApi`` is one)."""
+
+    @property
+    def address(self) -> str: ...
+
+    @property
+    def timeout(self) -> float: ...
+
+    def headers(self) -> dict[str, str]: ...
+
+    def ssl_context(self) -> ssl.SSLContext | bool: ...
+
+
+async def astream_job_logs(api: JobsEndpoint, job_id: str) -> AsyncIterator[str]:
     """The job's log as Ray streams it (from its start), until Ray closes the stream."""
     import aiohttp
 
@@ -126,7 +139,7 @@ class LogFollower:
     ``ended`` that Ray closed it (the job ended and its log was read to the end).
     """
 
-    def __init__(self, api_factory: Callable[[], JobsApi], job_id: str) -> None:
+    def __init__(self, api_factory: Callable[[], JobsEndpoint], job_id: str) -> None:
         self._api_factory, self.job_id = api_factory, job_id
         self._chunks: queue.Queue[str] = queue.Queue()
         self.failed: BaseException | None = None

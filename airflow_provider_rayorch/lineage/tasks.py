@@ -45,8 +45,8 @@ def operator_lineage_on_start(operator: Any) -> Any:
     provider passes no task instance on start); a glob is listed by the task itself."""
     from airflow.providers.openlineage.extractors import OperatorLineage
 
+    from airflow_provider_rayorch.common.sources import resolve_sources
     from airflow_provider_rayorch.lineage.openlineage import input_datasets
-    from airflow_provider_rayorch.operators._common import resolve_sources
 
     sources = operator.sources
     if isinstance(sources, str):
@@ -60,8 +60,8 @@ def operator_lineage_on_end(operator: Any, task_instance: Any, *, failed: bool) 
     after its task ended: the summary it returned, else the stored run manifest."""
     from airflow.providers.openlineage.extractors import OperatorLineage
 
+    from airflow_provider_rayorch.common.run_ids import run_id_from_context
     from airflow_provider_rayorch.lineage.openlineage import operator_lineage
-    from airflow_provider_rayorch.operators._common import run_id_from_context
 
     result = getattr(operator, "_result", None)
     if task_instance is not None:

@@ -17,6 +17,8 @@ from airflow.sdk.configuration import conf
 from airflow_provider_rayorch.common.liveness import record_running, record_stopped
 from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.repair import RepairMode
+from airflow_provider_rayorch.common.run_ids import run_id_from_context
+from airflow_provider_rayorch.common.sources import stream_sources
 from airflow_provider_rayorch.common.states import (
     CONN_ID_KEY,
     RUN_ID_KEY,
@@ -152,7 +154,7 @@ class RunTask(BaseOperator):
         return RunStore(self.run_store or self.hook.run_store_uri, settings.run_store_options)
 
     def _run_id(self, context: Context) -> str:
-        return _common.run_id_from_context(context)
+        return run_id_from_context(context)
 
     def _ray_init_kwargs(self) -> dict[str, Any]:
         """Options for an embedded Ray (the connection's, plus runtime_env/namespace).
@@ -191,7 +193,7 @@ class RunTask(BaseOperator):
         self._untimed_modules = [
             m.name for m in getattr(compiled, "modules", ()) if m.batch_timeout_s is None
         ]
-        sources, n_columns, strings = _common.stream_sources(
+        sources, n_columns, strings = stream_sources(
             self.sources,
             modified_after=self.sources_modified_after,
             modified_before=self.sources_modified_before,

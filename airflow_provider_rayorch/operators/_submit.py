@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.common.liveness import record_running
+from airflow_provider_rayorch.common.run_ids import submission_id
 from airflow_provider_rayorch.common.states import (
     JOB_ID_KEY,
     JOB_URL_KEY,
@@ -22,7 +23,6 @@ from airflow_provider_rayorch.common.states import (
 )
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.lineage.parent import with_parent_run
-from airflow_provider_rayorch.operators import _common
 from airflow_provider_rayorch.operators._embedded import DRIVER_MODULE
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ class JobSubmitting:
             self.log.info("Run %s already has an active job %s: attaching to it", run_id, active)
             self._job_id = active
             return active
-        sid = _common.submission_id(run_id, context["ti"].try_number)
+        sid = submission_id(run_id, context["ti"].try_number)
         info = self._retrying(lambda: hook.get_job_info(sid), f"reading job {sid}")
         if info is not None:
             if JobStatus.parse(info["status"]).is_active:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__
 from .errors import (  # light: the worker side raises them too
     CompileError,
     DriverError,
@@ -30,9 +29,9 @@ if TYPE_CHECKING:
     from .execution.api import Executor, run
     from .execution.result import MicrobatchResult, RunResult
     from .outcomes import GroupFailure, ItemOutcome, OutputIssue, RecordFailure
+    from .pipeline import Pipeline
     from .program.module import RayModule, function
     from .program.options import RecoveryPolicy
-    from .program.pipeline import Pipeline
     from .program.plan import Plan
     from .program.structural import F
     from .program.tracing import Port
@@ -48,7 +47,7 @@ _HOMES = {
     "RayModule": ".program.module",
     "function": ".program.module",
     "RecoveryPolicy": ".program.options",
-    "Pipeline": ".program.pipeline",
+    "Pipeline": ".pipeline",
     "Plan": ".program.plan",
     "F": ".program.structural",
     "Port": ".program.tracing",
@@ -69,6 +68,8 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
+#: The package's version; the provider's root module takes it from here.
+__version__ = "0.1.0"
 #: ``__version__`` as a tuple of ints (``(0, 1, 0)``), as the paper's package has it.
 version_info = tuple(int(part) for part in __version__.split(".") if part.isdigit())
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
-from .compiler import compile_pipeline
+from .errors import UsageError
+from .program.compiler import compile_pipeline
 
 if TYPE_CHECKING:
-    from ..execution.result import RunResult
-    from .plan import Plan
+    from .execution.result import RunResult
+    from .program.plan import Plan
 
 __all__ = ["Pipeline"]
 
@@ -42,13 +42,13 @@ class Pipeline:
             )
         plan = compile_pipeline(self)
         # Ray's pickler decides what ships; the program layer itself imports no ray.
-        from ..execution.portable import check_modules
+        from .execution.portable import check_modules
 
         check_modules(plan, set(vars(self)))
         return plan
 
     def run(self, *columns: Any, **options: Any) -> RunResult:
         """Run the pipeline on finite inputs; see :func:`airflow_provider_rayorch.rayorch.run`."""
-        from ..execution.api import run
+        from .execution.api import run
 
         return run(self, *columns, **options)

@@ -43,7 +43,7 @@ from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.runs.s3_listing import s3_addressing_style, s3_client_kwargs
 
 if TYPE_CHECKING:
-    from .store import RunStore
+    from collections.abc import Mapping
 
 __all__ = ["ConditionalWrites", "ConditionalWritesUnsupported", "conditional_writes"]
 
@@ -51,6 +51,19 @@ __all__ = ["ConditionalWrites", "ConditionalWritesUnsupported", "conditional_wri
 class ConditionalWritesUnsupported(StoreError):
     """A run store whose filesystem cannot write conditionally, so it cannot hold a
     lease that only one writer takes."""
+
+
+class StoreLocation(Protocol):
+    """Where a run store lives (``RunStore`` is one): its filesystem, URI and options."""
+
+    @property
+    def fs(self) -> pafs.FileSystem: ...
+
+    @property
+    def uri(self) -> str: ...
+
+    @property
+    def options(self) -> Mapping[str, Any]: ...
 
 
 class ConditionalWrites(Protocol):
@@ -66,7 +79,7 @@ class ConditionalWrites(Protocol):
         """Replace ``path`` if it still is version ``token``; the new token, or None."""
 
 
-def conditional_writes(store: RunStore) -> ConditionalWrites:
+def conditional_writes(store: StoreLocation) -> ConditionalWrites:
     """The conditional writes of ``store``'s filesystem, or ConditionalWritesUnsupported."""
     if isinstance(store.fs, pafs.LocalFileSystem):
         return LocalConditionalWrites()
@@ -161,7 +174,7 @@ def _client_key(style: str, kwargs: dict[str, Any]) -> tuple[str, ...]:
 class S3ConditionalWrites:
     """Conditional PUTs through boto3 (see the module docstring)."""
 
-    def __init__(self, store: RunStore) -> None:
+    def __init__(self, store: StoreLocation) -> None:
         try:
             import boto3
             from botocore.config import Config

@@ -25,7 +25,6 @@ a copy of all it prints, and of a crash's traceback, in the run store
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sys
@@ -38,9 +37,10 @@ from airflow_provider_rayorch.rayorch.errors import DriverError
 from airflow_provider_rayorch.runs.aggregate import RunAggregate
 from airflow_provider_rayorch.runs.commit import commit_microbatch, root_name
 from airflow_provider_rayorch.runs.driver_log import keep_driver_log
+from airflow_provider_rayorch.runs.exit_codes import EXIT_PLAN_CHANGED
 from airflow_provider_rayorch.runs.live_reports import LiveReports, ReportWriter, report_job
+from airflow_provider_rayorch.runs.pipeline_load import build_pipeline, plan_executor
 from airflow_provider_rayorch.runs.secrets import (
-    ray_init_kwargs_from_env,
     run_store_options_from_env,
 )
 from airflow_provider_rayorch.runs.sources import source_columns
@@ -50,14 +50,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
 __all__ = [
-    "EXIT_COMPILE",
-    "EXIT_ERROR",
-    "EXIT_IMPORT",
-    "EXIT_PLAN_CHANGED",
     "DriverError",
     "ProgressTicker",
     "ReportWriter",
-    "import_factory",
     "main",
     "microbatch_line",
     "repair_plan",
@@ -70,45 +65,6 @@ REPORT_EVERY_S = 10.0
 FINAL_REPORT_WAIT_S = 120.0
 #: Seconds without a commit after which a throughput line is printed (and again after).
 PROGRESS_EVERY_S = 30.0
-
-EXIT_ERROR = 1
-EXIT_PLAN_CHANGED = 3
-EXIT_IMPORT = 4
-EXIT_COMPILE = 5
-
-IMPORT_HINT = (
-    "Pipelines must live in a module the Ray workers can import: ship it with the job's "
-    "runtime_env (`py_modules` or `working_dir`, in the connection's extra or the "
-    "operator's `runtime_env`) or install it on every node; a class defined inside a DAG "
-    "file cannot be imported on a cluster."
-)
-
-
-def import_factory(spec: str) -> Callable[..., Any]:
-    """Resolve ``"pkg.module:Factory"`` (or ``"pkg.module.Factory"``)."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep:
-        module_name, _, attr = spec.rpartition(".")
-    if not module_name or not attr:
-        raise DriverError(f"pipeline {spec!r} is not of the form 'pkg.module:Factory'", EXIT_IMPORT)
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise DriverError(
-            f"cannot import pipeline {spec!r}: {exc}. {IMPORT_HINT}", EXIT_IMPORT
-        ) from exc
-    if not callable(obj):
-        raise DriverError(f"pipeline {spec!r} is not callable", EXIT_IMPORT)
-    return obj
-
-
-def _engine() -> Any:
-    """The engine module (a seam for tests)."""
-    import airflow_provider_rayorch.rayorch as ro
-
-    return ro
 
 
 def _emit(kind: str, payload: dict[str, Any]) -> None:
@@ -230,31 +186,6 @@ def _grains_dispatched(executor: Any) -> int:
     if metrics is None:  # an engine without per-Call metrics (tests' fakes)
         return 0
     return sum(int(c.get("grains_dispatched", 0)) for c in metrics())
-
-
-def plan_executor(plan: PlanRecord, pipeline: Any, address: str | None) -> Any:
-    """The engine's Executor for ``plan``: its backend, and the ray.init options the
-    Airflow side handed over by environment (never stored in the plan record)."""
-    return _engine().Executor(
-        pipeline,
-        address=address,
-        backend=plan.backend,
-        ray_init_kwargs=ray_init_kwargs_from_env(plan.ray_init_kwargs) or None,
-    )
-
-
-def build_pipeline(plan: PlanRecord) -> tuple[Any, Any]:
-    """Import, build and compile the plan's pipeline; returns it and the compiled plan."""
-    ro = _engine()
-    factory = import_factory(plan.pipeline)
-    pipeline = factory(**plan.pipeline_kwargs)
-    try:
-        compiled = pipeline.compile()
-    except ro.CompileError as exc:
-        raise DriverError(
-            f"pipeline {plan.pipeline!r} does not compile: {exc}", EXIT_COMPILE
-        ) from exc
-    return pipeline, compiled
 
 
 def _write_report(

@@ -26,6 +26,8 @@ from airflow_provider_rayorch.rayorch.errors import DriverError
 from airflow_provider_rayorch.runs.aggregate import sample_of
 from airflow_provider_rayorch.runs.attempt_claims import AttemptConflict, claim_attempt
 from airflow_provider_rayorch.runs.commit import account_lost, fail_unstorable, root_name, rows_of
+from airflow_provider_rayorch.runs.exit_codes import EXIT_PLAN_CHANGED
+from airflow_provider_rayorch.runs.pipeline_load import plan_executor
 from airflow_provider_rayorch.runs.sources import source_columns
 from airflow_provider_rayorch.runs.uris import join_uri
 
@@ -44,7 +46,6 @@ def check_semantics(plan: PlanRecord, compiled: Any) -> None:
     """Refuse (``DriverError``, exit 3) when ``compiled`` computes something else than
     the stored plan; say what changed."""
     from airflow_provider_rayorch.rayorch.program.semantics import semantic_diff
-    from airflow_provider_rayorch.runs.driver import EXIT_PLAN_CHANGED
 
     if plan.semantic_fingerprint:
         if compiled.semantic_fingerprint == plan.semantic_fingerprint:
@@ -106,8 +107,6 @@ def repair_microbatches(
 ) -> list[dict[str, Any]]:
     """Repair the given microbatches (``None``: every one with failed sources) in one
     executor run; returns the new manifests."""
-    from airflow_provider_rayorch.runs.driver import plan_executor
-
     check_semantics(plan, compiled)
     targets = repair_targets(store, plan, indices)
     redo = sorted(s for ids in targets.values() for s in ids)

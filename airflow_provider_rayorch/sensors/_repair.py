@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from airflow_provider_rayorch.common.driver_exit import error_from
 from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.repair import RepairMode, should_repair, try_owner
+from airflow_provider_rayorch.common.run_ids import submission_id
 from airflow_provider_rayorch.common.states import SUMMARY_KEY, JobStatus
 from airflow_provider_rayorch.exceptions import RayOrchJobFailed, RayOrchPlanChanged
 from airflow_provider_rayorch.lineage.parent import with_parent_run
@@ -173,8 +174,6 @@ class MicrobatchRepair:
 
     def run(self, attempt: int, try_number: int) -> dict[str, Any]:
         """Submit the repair job, wait for it, return the new manifest."""
-        from airflow_provider_rayorch.operators._common import submission_id
-
         sid = f"{submission_id(self.run_id, try_number)}-mb{self.index}-a{attempt}"
         if self._retrying(lambda: self.hook.get_job_info(sid), f"reading Ray job {sid}"):
             sid = f"{sid}-{int(time.time())}"  # Ray refuses to reuse a submission id

@@ -264,6 +264,7 @@ import os as _os
 import types as _types
 
 from airflow_provider_rayorch.runs import driver as _driver
+from airflow_provider_rayorch.runs import pipeline_load as _pipeline_load
 from airflow_provider_rayorch.runs.store import PlanRecord as _PlanRecord
 from airflow_provider_rayorch.runs.store import RunStore as _RunStore
 
@@ -273,7 +274,7 @@ def _small_run():
 
     spec = "rayorch_example_pipelines:TextDocPipeline"
     store = _RunStore(_os.environ["RAYORCH_DOC_RUN_STORE"])
-    compiled = _driver.import_factory(spec)().compile()
+    compiled = _pipeline_load.import_factory(spec)().compile()
     store.write_plan(
         _PlanRecord(
             run_id="doc-run",

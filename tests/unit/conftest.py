@@ -20,9 +20,9 @@ import fake_pipelines  # noqa: E402
 @pytest.fixture
 def fake_engine(monkeypatch: pytest.MonkeyPatch):
     """The driver runs against the fake engine; RAN records executed microbatches."""
-    from airflow_provider_rayorch.runs import driver
+    from airflow_provider_rayorch.runs import pipeline_load
 
     fake_pipelines.RAN.clear()
     monkeypatch.setattr(fake_pipelines.FakeExecutor, "crash_after", None)
-    monkeypatch.setattr(driver, "_engine", fake_pipelines.fake_engine)
+    monkeypatch.setattr(pipeline_load, "_engine", fake_pipelines.fake_engine)
     return fake_pipelines

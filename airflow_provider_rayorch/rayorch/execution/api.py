@@ -19,7 +19,6 @@ from .result import (
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterator
 
-    from ..program.pipeline import Pipeline
     from ..program.plan import Plan
     from ..runtime.lineage import ValueOps
     from ..runtime.scheduling import ReadyQueueFactory
@@ -28,6 +27,12 @@ if TYPE_CHECKING:
 __all__ = ["Executor", "run"]
 
 BACKENDS = ("ray", "local")
+
+
+class Compilable(Protocol):
+    """What an Executor runs: a ``Pipeline`` or a compiled ``Plan`` (its own plan)."""
+
+    def compile(self) -> Plan: ...
 
 
 class Backend(Protocol):
@@ -57,7 +62,7 @@ class Executor:
 
     def __init__(
         self,
-        pipeline: Pipeline,
+        pipeline: Compilable,
         address: str | None = None,
         backend: str = "ray",
         *,
@@ -236,7 +241,7 @@ class Executor:
 
 
 def run(
-    pipeline: Pipeline,
+    pipeline: Compilable,
     *columns: Any,
     input_batch_size: int | None = None,
     max_active_input_batches: int = 1,

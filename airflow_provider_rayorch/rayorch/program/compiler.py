@@ -6,21 +6,26 @@ import hashlib
 import inspect
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import CompileError
 from .module import RayModule
 from .plan import DomainSpec, ModuleSpec, Node, NodeKind, Plan, PortSpec
 from .shared_processes import check_shared_processes
+from .tokens import stable_token
 from .tracing import Port, Trace
 
-if TYPE_CHECKING:
-    from .pipeline import Pipeline
-
-__all__ = ["compile_pipeline", "stable_token"]
+__all__ = ["Traceable", "compile_pipeline"]
 
 
-def compile_pipeline(pipeline: Pipeline) -> Plan:
+class Traceable(Protocol):
+    """What the compiler traces: a ``forward`` taking one Port per source column (a
+    ``Pipeline``), whose attributes hold its ``RayModule``s."""
+
+    def forward(self, *ports: Any) -> Any: ...
+
+
+def compile_pipeline(pipeline: Traceable) -> Plan:
     """Trace ``pipeline.forward`` once with symbolic Ports and lower the result."""
     owner = f"{type(pipeline).__module__}:{type(pipeline).__qualname__}"
     params = _source_parameters(pipeline, owner)
@@ -61,7 +66,7 @@ def _unpacked_calls(trace: Trace, message: str) -> str | None:
     return calls
 
 
-def _source_parameters(pipeline: Pipeline, owner: str) -> list[str]:
+def _source_parameters(pipeline: Traceable, owner: str) -> list[str]:
     forward = getattr(pipeline, "forward", None)
     if forward is None or not callable(forward):
         raise CompileError(f"{owner} defines no forward(self, ...) method")
@@ -78,7 +83,7 @@ def _source_parameters(pipeline: Pipeline, owner: str) -> list[str]:
     return names
 
 
-def _module_names(pipeline: Pipeline) -> dict[int, str]:
+def _module_names(pipeline: Traceable) -> dict[int, str]:
     """Name modules after the attributes that hold them (``self.ocr`` -> ``ocr``)."""
     names: dict[int, str] = {}
     for attr, value in vars(pipeline).items():
@@ -243,30 +248,3 @@ def _options_token(module: ModuleSpec) -> Any:
         # Only when given (a name or False): the default leaves fingerprints as they were.
         *([o.share_process] if o.share_process is not None else []),
     ]
-
-
-def stable_token(value: Any) -> Any:
-    """A JSON value that is the same for equal inputs in any process.
-
-    Never uses ``hash()``, ``id()`` or pickles: classes and functions become their
-    import paths, and objects whose ``repr`` holds a memory address their type's path.
-    """
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, bytes):
-        return {"bytes": hashlib.sha256(value).hexdigest()}
-    if isinstance(value, (list, tuple)):
-        return [stable_token(v) for v in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted((stable_token(v) for v in value), key=repr)
-    if isinstance(value, dict):
-        return {
-            str(k): stable_token(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))
-        }
-    if inspect.isclass(value) or inspect.isfunction(value) or inspect.ismethod(value):
-        return {"ref": f"{value.__module__}:{value.__qualname__}"}
-    text = repr(value)
-    kind = f"{type(value).__module__}:{type(value).__qualname__}"
-    if " at 0x" in text:
-        return {"object": kind}
-    return {"object": kind, "repr": text}

@@ -19,6 +19,8 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
+from .tokens import stable_token
+
 if TYPE_CHECKING:
     from .plan import Plan
 
@@ -31,8 +33,6 @@ SEMANTIC_VERSION = 1
 
 def semantic_record(plan: Plan) -> dict[str, Any]:
     """The plan's meaning as plain JSON values, by the user's names."""
-    from .compiler import stable_token
-
     ports = {p.id: p.label for p in plan.ports}
     domains = {d.id: d.name for d in plan.domains}
     modules = {m.id: m.name for m in plan.modules}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs import pipeline_load
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ def write_flaky_plan(
     state = tmp_path / "state"
     state.mkdir()
     store = RunStore(str(tmp_path / "store"))
-    compiled = driver.import_factory(SPEC)(state_dir=str(state)).compile()
+    compiled = pipeline_load.import_factory(SPEC)(state_dir=str(state)).compile()
     store.write_plan(
         PlanRecord(
             run_id=run_id,

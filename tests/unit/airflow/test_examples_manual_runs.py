@@ -138,7 +138,7 @@ def test_every_example_dag_is_checked(dagbag) -> None:
 def test_a_manual_ingest_run_covers_the_hour_up_to_its_trigger(dagbag) -> None:
     """No data interval: the files modified in the hour before the run was triggered,
     so a file that just arrived is prepared (docs/airflow/getting-started.md)."""
-    from airflow_provider_rayorch.operators._common import _as_datetime
+    from airflow_provider_rayorch.common.sources import _as_datetime
 
     submit = render_all(dagbag.dags["rayorch_ingest"], logical_date=None)
     after = _as_datetime(submit[("ingest.submit", "sources_modified_after")])
@@ -147,7 +147,7 @@ def test_a_manual_ingest_run_covers_the_hour_up_to_its_trigger(dagbag) -> None:
 
 
 def test_a_scheduled_ingest_run_covers_its_data_interval(dagbag) -> None:
-    from airflow_provider_rayorch.operators._common import _as_datetime
+    from airflow_provider_rayorch.common.sources import _as_datetime
 
     end = datetime(2026, 3, 4, 10, tzinfo=UTC)
     submit = render_all(dagbag.dags["rayorch_ingest"], logical_date=end)
@@ -160,8 +160,8 @@ def test_a_window_bound_that_is_no_date_fails_naming_the_fix(tmp_path: Path) -> 
     """``{{ prev_data_interval_end_success }}`` and friends render ``None`` (the text)
     when there is no such run: the task fails once, saying which value and the fix,
     instead of Python's ``Invalid isoformat string``."""
+    from airflow_provider_rayorch.common.sources import resolve_sources
     from airflow_provider_rayorch.exceptions import RayOrchPermanentError
-    from airflow_provider_rayorch.operators._common import resolve_sources
 
     (tmp_path / "a.txt").write_text("x")
     with pytest.raises(RayOrchPermanentError, match=r"'None'.*ISO 8601.*default\('', true\)"):

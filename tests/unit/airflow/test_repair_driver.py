@@ -13,6 +13,7 @@ from repair_plans import write_flaky_plan
 from airflow_provider_rayorch import job
 from airflow_provider_rayorch.rayorch.errors import DriverError
 from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs.exit_codes import EXIT_PLAN_CHANGED
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -108,7 +109,7 @@ def test_a_changed_udf_import_path_is_refused_naming_the_module(tmp_path: Path) 
     (state / "config.json").write_text(json.dumps({"udf": "OtherPages"}))
     with pytest.raises(DriverError) as info:
         driver.repair_plan(store, "run", "0")
-    assert info.value.exit_code == driver.EXIT_PLAN_CHANGED
+    assert info.value.exit_code == EXIT_PLAN_CHANGED
     assert "module 'pages': udf changed from" in str(info.value)
     assert "repair_pipelines:OtherPages" in str(info.value)
     assert store.read_manifest("run", 0)["attempt"] == 1  # nothing committed

@@ -17,7 +17,7 @@ from airflow_provider_rayorch.exceptions import (
     RayOrchPipelineNotImportable,
     RayOrchPlanChanged,
 )
-from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs import exit_codes
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -25,10 +25,10 @@ pytestmark = pytest.mark.timeout(30)
 @pytest.mark.parametrize(
     ("code", "kind"),
     [
-        pytest.param(driver.EXIT_IMPORT, RayOrchPipelineNotImportable, id="import"),
-        pytest.param(driver.EXIT_COMPILE, RayOrchCompileFailed, id="compile"),
-        pytest.param(driver.EXIT_PLAN_CHANGED, RayOrchPlanChanged, id="plan-changed"),
-        pytest.param(driver.EXIT_ERROR, RayOrchJobFailed, id="error"),
+        pytest.param(exit_codes.EXIT_IMPORT, RayOrchPipelineNotImportable, id="import"),
+        pytest.param(exit_codes.EXIT_COMPILE, RayOrchCompileFailed, id="compile"),
+        pytest.param(exit_codes.EXIT_PLAN_CHANGED, RayOrchPlanChanged, id="plan-changed"),
+        pytest.param(exit_codes.EXIT_ERROR, RayOrchJobFailed, id="error"),
         pytest.param(137, RayOrchJobFailed, id="killed"),
     ],
 )

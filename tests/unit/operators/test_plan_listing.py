@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from airflow_provider_rayorch.common.sources import stream_sources
 from airflow_provider_rayorch.exceptions import RayOrchPlanChanged
 from airflow_provider_rayorch.operators import _common
 from airflow_provider_rayorch.runs.globbing import iter_glob_uris
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def _prepare(store: RunStore, sources: Any, **options: Any) -> Any:
-    rows, n_columns, strings = _common.stream_sources(sources)
+    rows, n_columns, strings = stream_sources(sources)
     return _common.prepare_plan(
         store=store,
         run_id="r",

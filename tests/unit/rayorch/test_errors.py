@@ -13,7 +13,7 @@ import pytest
 
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch import errors
-from airflow_provider_rayorch.runs import driver, store
+from airflow_provider_rayorch.runs import driver, exit_codes, store
 
 
 def engine_exceptions() -> dict[str, type[BaseException]]:
@@ -60,9 +60,9 @@ def test_every_engine_exception_is_drawn_in_the_tree() -> None:
 def test_store_and_driver_errors_keep_their_old_import_paths() -> None:
     assert store.StoreError is ro.StoreError
     assert driver.DriverError is ro.DriverError
-    error = driver.DriverError("no plan", driver.EXIT_PLAN_CHANGED)
-    assert error.exit_code == driver.EXIT_PLAN_CHANGED
-    assert driver.DriverError("x").exit_code == driver.EXIT_ERROR
+    error = driver.DriverError("no plan", exit_codes.EXIT_PLAN_CHANGED)
+    assert error.exit_code == exit_codes.EXIT_PLAN_CHANGED
+    assert driver.DriverError("x").exit_code == exit_codes.EXIT_ERROR
 
 
 @pytest.mark.parametrize(

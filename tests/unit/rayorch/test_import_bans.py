@@ -6,6 +6,10 @@
   module they import) import neither ray nor airflow nor anything that does I/O
   or concurrency, and never sleep; checked on their source (AST), so a lazy
   import inside a function is caught as well.
+* The run layer (``runs/``) never imports airflow.
+
+Which parts of the package may import which is ``tests/unit/layers.toml``, checked by
+``tests/unit/test_layers.py``.
 """
 
 from __future__ import annotations
@@ -19,9 +23,17 @@ from pathlib import Path
 import pytest
 
 import airflow_provider_rayorch.rayorch as ro
+from tests.unit.package_imports import (
+    Import,
+    file_imports,
+    imported_module,
+    package_modules,
+    source_imports,
+)
 
 ENGINE = Path(ro.__file__).parent
 PACKAGE = "airflow_provider_rayorch.rayorch"
+ENGINE_MODULES = package_modules(ENGINE)
 PURE_LAYERS = ("program", "runtime")
 BANNED = {
     "ray",
@@ -73,58 +85,27 @@ def test_the_runtime_core_imports_no_ray_nor_airflow_at_run_time() -> None:
 
 
 # -- static checks -----------------------------------------------------------------------
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def runtime_imports(path: Path, *, module_level: bool = False) -> list[tuple[int, str]]:
-    rel = path.relative_to(ENGINE.parent.parent).with_suffix("")
-    return source_imports(path.read_text(), ".".join(rel.parts[:-1]), module_level)
+    """(line, absolute name) of every import in ``path`` executed at run time (not under
+    ``if TYPE_CHECKING:``): anywhere in the source, functions included, or only those
+    run when the module is imported (``module_level``)."""
+    return _runtime(file_imports(path), module_level)
 
 
-def source_imports(source: str, package: str, module_level: bool = False) -> list[tuple[int, str]]:
-    """(line, absolute module) of every import executed at run time (not under
-    ``if TYPE_CHECKING:``): anywhere in the source, functions included, or only
-    those run when the module is imported (``module_level``)."""
-    tree = ast.parse(source)
-    skip: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            for inner in node.body:
-                skip.update(id(n) for n in ast.walk(inner))
-    top = {id(n) for n in tree.body}
-    for node in tree.body:  # statements under a module-level if/try still run at import
-        if isinstance(node, (ast.If, ast.Try)):
-            top.update(id(n) for n in ast.walk(node))
-    found = []
-    for node in ast.walk(tree):
-        if id(node) in skip or (module_level and id(node) not in top):
-            continue
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                name = ".".join([*base, node.module] if node.module else base)
-            else:
-                name = node.module or ""
-            found.append((node.lineno, name))
-            found += [(node.lineno, f"{name}.{alias.name}") for alias in node.names]
-    return found
+def _runtime(imports: list[Import], module_level: bool) -> list[tuple[int, str]]:
+    return [
+        (i.line, i.target)
+        for i in imports
+        if not i.type_only and (i.module_level or not module_level)
+    ]
 
 
 def engine_file(module: str) -> Path | None:
-    if not module.startswith(PACKAGE):
+    """The engine file an imported name loads (``pkg.mod.Name`` -> ``pkg/mod.py``)."""
+    name = imported_module(module, ENGINE_MODULES)
+    if name is None or not name.startswith(PACKAGE):
         return None
-    rel = Path(*module[len(PACKAGE) + 1 :].split(".")) if module != PACKAGE else Path()
-    for candidate in (ENGINE / rel.with_suffix(".py"), ENGINE / rel / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
+    return ENGINE_MODULES[name]
 
 
 def pure_closure() -> dict[Path, list[tuple[int, str]]]:
@@ -195,8 +176,9 @@ def test_the_static_checks_can_fail() -> None:
         "from ..execution import local\n"
         "def f():\n    import ray\n    from time import sleep\n    sleep(1)\n"
     )
-    modules = [m for _, m in source_imports(source, f"{PACKAGE}.runtime")]
-    eager = [m for _, m in source_imports(source, f"{PACKAGE}.runtime", module_level=True)]
+    imports = source_imports(source, f"{PACKAGE}.runtime")
+    modules = [m for _, m in _runtime(imports, module_level=False)]
+    eager = [m for _, m in _runtime(imports, module_level=True)]
     assert "ray" not in eager
     assert f"{PACKAGE}.execution.local" in eager
     assert "ray" in modules
@@ -205,55 +187,17 @@ def test_the_static_checks_can_fail() -> None:
     assert "airflow" not in modules
 
 
-def _package_imports(folder: Path, package: str) -> list[tuple[str, int, str]]:
-    """(file, line, module) of every run-time import of this package's modules in ``folder``."""
-    found = []
-    for path in sorted(folder.rglob("*.py")):
-        rel = path.relative_to(ENGINE.parent.parent).with_suffix("")
-        for line, module in source_imports(path.read_text(), ".".join(rel.parts[:-1])):
-            if module.startswith("airflow_provider_rayorch"):
-                found.append((str(path.relative_to(folder)), line, module))
-    return found
-
-
-#: the package root's version, the one name the engine takes from above (the root is light)
-ROOT_VERSION = ("airflow_provider_rayorch", "airflow_provider_rayorch.__version__")
-
-
-def test_the_engine_imports_nothing_outside_itself() -> None:
-    """The run layer, the Airflow layer and the reports sit above the engine: the
-    engine (lazy imports included) reaches none of them."""
-    bad = [
-        f"{name}:{line}: {module}"
-        for name, line, module in _package_imports(ENGINE, PACKAGE)
-        if module not in ROOT_VERSION and module != PACKAGE and not module.startswith(f"{PACKAGE}.")
-    ]
-    assert not bad, "the engine imports from outside itself:\n" + "\n".join(bad)
-
-
-def test_the_run_layer_imports_only_the_engine_and_itself() -> None:
-    """``runs/`` never imports airflow, the Airflow layer or the report renderer."""
+def test_the_run_layer_imports_no_airflow() -> None:
+    """``runs/`` runs in the Ray job, where airflow is not installed (what else it may
+    import is in ``tests/unit/layers.toml``)."""
     runs = ENGINE.parent / "runs"
-    allowed = (PACKAGE, "airflow_provider_rayorch.runs")
     bad = [
-        f"{name}:{line}: {module}"
-        for name, line, module in _package_imports(runs, "airflow_provider_rayorch.runs")
-        if not module.startswith(allowed)
-    ]
-    third_party = [
         f"{path.name}:{line}: {module}"
         for path in sorted(runs.rglob("*.py"))
-        for line, module in source_imports(path.read_text(), "airflow_provider_rayorch.runs")
+        for line, module in runtime_imports(path)
         if module.split(".")[0] == "airflow"
     ]
-    assert not bad + third_party, "the run layer imports upward:\n" + "\n".join(bad + third_party)
-
-
-def test_the_layer_checks_can_fail() -> None:
-    """A lazy upward import inside a function is seen."""
-    source = "def f():\n    from airflow_provider_rayorch.reports import writer\n"
-    modules = [m for _, m in source_imports(source, f"{PACKAGE}.runtime")]
-    assert "airflow_provider_rayorch.reports.writer" in modules
+    assert not bad, "the run layer imports airflow:\n" + "\n".join(bad)
 
 
 def test_a_pool_actor_imports_the_worker_side_only() -> None:
@@ -274,7 +218,7 @@ def test_a_pool_actor_imports_the_worker_side_only() -> None:
             "runtime.core",
             "runtime.lowering",
             "program.module",
-            "program.pipeline",
+            "pipeline",
             "program.compiler",
         )
     }

@@ -13,7 +13,7 @@ import pytest
 
 from airflow_provider_rayorch import job
 from airflow_provider_rayorch.reports import read_run_report
-from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs import driver, pipeline_load
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 from .test_report import parse
@@ -32,7 +32,7 @@ def examples_importable(monkeypatch: pytest.MonkeyPatch) -> None:
 def _planned(root: Path, docs: list[str]) -> RunStore:
     """A run store holding run ``run``'s plan: the example pipeline over ``docs``."""
     store = RunStore(str(root))
-    fingerprint = driver.import_factory(SPEC)().compile().fingerprint
+    fingerprint = pipeline_load.import_factory(SPEC)().compile().fingerprint
     plan = PlanRecord(
         run_id="run",
         pipeline=SPEC,

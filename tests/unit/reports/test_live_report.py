@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_rayorch import job
-from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs import driver, pipeline_load
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 from .counting_fs import CountingHandler, counting
@@ -23,7 +23,7 @@ def _run(root: Any, fake_engine: Any, microbatches: int) -> tuple[RunStore, list
     report writer; the store reads of each report it wrote, and the kept report."""
     store = RunStore(str(root))
     spec = "fake_pipelines:Square"
-    fingerprint = driver.import_factory(spec)(poison=[1]).compile().fingerprint
+    fingerprint = pipeline_load.import_factory(spec)(poison=[1]).compile().fingerprint
     store.write_plan(
         PlanRecord(
             run_id="run",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs import pipeline_load
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ def write_fake_plan(
     """The store at ``tmp_path`` holding plan ``run``: sources 0 to ``n - 1`` in
     microbatches of ``size``, the pipeline failing the ``poison`` sources."""
     store = RunStore(str(tmp_path))
-    fingerprint = driver.import_factory(pipeline)(poison=list(poison)).compile().fingerprint
+    fingerprint = pipeline_load.import_factory(pipeline)(poison=list(poison)).compile().fingerprint
     store.write_plan(
         PlanRecord(
             run_id="run",

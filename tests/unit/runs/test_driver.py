@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_rayorch import job
-from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs import driver, exit_codes, pipeline_load
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 from tests.unit.runs.plans import write_fake_plan
 
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.timeout(30)
 def _store_local_plan(tmp_path, spec: str, sources: list, **record) -> RunStore:
     """A plan for the real engine's reference executor (no Ray)."""
     store = RunStore(str(tmp_path))
-    fingerprint = driver.import_factory(spec)().compile().fingerprint
+    fingerprint = pipeline_load.import_factory(spec)().compile().fingerprint
     store.write_plan(
         PlanRecord(
             run_id="run",
@@ -72,19 +72,18 @@ def test_changed_plan_is_refused(tmp_path, fake_engine, monkeypatch) -> None:
     monkeypatch.setattr(fake_engine.Square, "salt", "v2")
     with pytest.raises(driver.DriverError) as err:
         driver.run_plan(store, "run")
-    assert err.value.exit_code == driver.EXIT_PLAN_CHANGED
+    assert err.value.exit_code == exit_codes.EXIT_PLAN_CHANGED
     assert store.committed("run") == frozenset()
-    assert (
-        driver.main(["--run-store", str(tmp_path), "--run-id", "run"]) == driver.EXIT_PLAN_CHANGED
-    )
+    code = driver.main(["--run-store", str(tmp_path), "--run-id", "run"])
+    assert code == exit_codes.EXIT_PLAN_CHANGED
 
 
 @pytest.mark.parametrize(
     ("spec", "code"),
     [
-        pytest.param("no_such_module:X", driver.EXIT_IMPORT, id="missing-module"),
-        pytest.param("fake_pipelines:Nope", driver.EXIT_IMPORT, id="missing-attr"),
-        pytest.param("fake_pipelines:Broken", driver.EXIT_COMPILE, id="does-not-compile"),
+        pytest.param("no_such_module:X", exit_codes.EXIT_IMPORT, id="missing-module"),
+        pytest.param("fake_pipelines:Nope", exit_codes.EXIT_IMPORT, id="missing-attr"),
+        pytest.param("fake_pipelines:Broken", exit_codes.EXIT_COMPILE, id="does-not-compile"),
     ],
 )
 def test_import_and_compile_errors(tmp_path, fake_engine, capsys, spec, code) -> None:
@@ -95,12 +94,12 @@ def test_import_and_compile_errors(tmp_path, fake_engine, capsys, spec, code) ->
     assert driver.main(["--run-store", str(tmp_path), "--run-id", "run"]) == code
     out = capsys.readouterr().out
     assert "RAYORCH_ERROR" in out
-    if code == driver.EXIT_IMPORT:
+    if code == exit_codes.EXIT_IMPORT:
         assert "py_modules" in out
 
 
 def test_missing_plan(tmp_path, fake_engine) -> None:
-    assert driver.main(["--run-store", str(tmp_path), "--run-id", "nope"]) == driver.EXIT_ERROR
+    assert driver.main(["--run-store", str(tmp_path), "--run-id", "nope"]) == exit_codes.EXIT_ERROR
 
 
 def test_real_engine_local_backend_with_two_source_columns(tmp_path) -> None:

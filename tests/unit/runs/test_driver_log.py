@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from airflow_provider_rayorch.runs import driver, driver_log
+from airflow_provider_rayorch.runs import driver, driver_log, exit_codes, pipeline_load
 from airflow_provider_rayorch.runs.secrets import RUN_STORE_OPTIONS_ENV
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 from airflow_provider_rayorch.runs.uris import driver_log_parts
@@ -113,7 +113,7 @@ def test_each_driver_of_a_run_keeps_its_own_log(tmp_path, fake_engine, monkeypat
 
 def test_a_driver_error_is_kept_with_its_message(tmp_path) -> None:
     store = RunStore(str(tmp_path))
-    assert driver.main(["--run-store", str(tmp_path), "--run-id", "run"]) == driver.EXIT_ERROR
+    assert driver.main(["--run-store", str(tmp_path), "--run-id", "run"]) == exit_codes.EXIT_ERROR
     assert "RAYORCH_ERROR" in _stored(store)
     assert "no plan record for run 'run'" in _stored(store)
 
@@ -152,7 +152,7 @@ def test_a_stopped_driver_keeps_its_log(tmp_path) -> None:
     here = os.path.dirname(__file__)
     sys.path.insert(0, here)
     try:
-        fingerprint = driver.import_factory(spec)().compile().fingerprint
+        fingerprint = pipeline_load.import_factory(spec)().compile().fingerprint
     finally:
         sys.path.remove(here)
     store = RunStore(str(tmp_path / "store"))

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs import driver, pipeline_load
 from airflow_provider_rayorch.runs.secrets import (
     RAY_INIT_KWARGS_ENV,
     RUN_STORE_OPTIONS_ENV,
@@ -51,7 +51,7 @@ def test_the_driver_starts_ray_with_the_handed_options_not_the_stored_ones(
 
     engine = fake_engine.fake_engine()
     engine.Executor = Executor
-    monkeypatch.setattr(driver, "_engine", lambda: engine)
+    monkeypatch.setattr(pipeline_load, "_engine", lambda: engine)
     store = RunStore(str(tmp_path))
     fingerprint = fake_engine.Square().compile().fingerprint
     plan = PlanRecord(

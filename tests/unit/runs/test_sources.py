@@ -143,9 +143,10 @@ def test_a_resumed_driver_reads_the_listing_of_pending_microbatches_only(
     tmp_path, monkeypatch
 ) -> None:
     from airflow_provider_rayorch import job
-    from airflow_provider_rayorch.runs import driver
+    from airflow_provider_rayorch.runs import driver, pipeline_load
 
-    fingerprint = driver.import_factory("engine_pipelines:TwoColumns")().compile().fingerprint
+    factory = pipeline_load.import_factory("engine_pipelines:TwoColumns")
+    fingerprint = factory().compile().fingerprint
     store = RunStore(str(tmp_path))
     store.write_plan(
         PlanRecord(
