@@ -3,8 +3,9 @@
 ``sample_pdfs`` writes four small PDFs (PDFium only, from the ``documents`` extra): a
 three-page report, a memo whose second page is blank, an invoice, and a corrupt file.
 ``documents`` runs ``DocumentPipeline`` (pypdfium2 rendering, rapidocr detection and
-recognition) on them, two per microbatch, on a loopback Ray head started and stopped
-by the group. The corrupt file FAILS with its cause; ``max_failed_ratio=0.5`` tolerates
+recognition) on them, two per microbatch, on the machine's shared loopback Ray head
+(found, or started once for the runs starting together; ``scripts/main-job.sh`` stops
+the one it started when the run ends). The corrupt file FAILS with its cause; ``max_failed_ratio=0.5`` tolerates
 it (one of the two sources of its microbatch). The blank page is skipped: its document
 is still PRESENT. ``publish`` writes one markdown file per document beside the run's
 Parquet outputs and HTML report, and returns their paths, the recognized text and
@@ -51,8 +52,9 @@ with DAG(
         input_batch_size=2,
         max_active_input_batches=2,
         max_failed_ratio=0.5,
-        local_head=True,
-        local_head_num_cpus=2,
+        local_head="shared",
+        # logical CPUs for the runs sharing the head (the first start decides)
+        local_head_num_cpus=8,
         poke_interval=1.0,
         submit_kwargs={"run_store": RUN_STORE} if RUN_STORE else None,
     )

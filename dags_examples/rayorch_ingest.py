@@ -9,9 +9,11 @@ source microbatch is one mapped task that turns green as soon as its manifest
 commits and carries its own lineage summary in XCom; ``report`` then reads the
 committed outputs back from the run store, with the connection's ``run_store_options``.
 
-On one machine the group starts a loopback Ray head (setup) and stops it
-(teardown); with a cluster, set ``RAYORCH_INGEST_LOCAL_HEAD=0`` and point the
-``rayorch_default`` connection at the cluster's Jobs API with a shared run store.
+On one machine the group runs on the machine's shared loopback Ray head (its
+``ray_head`` task finds it, or starts it once for the runs starting together; it stops
+itself when idle, and ``scripts/deployment.py stop`` stops it); with a cluster, set
+``RAYORCH_INGEST_LOCAL_HEAD=0`` and point the ``rayorch_default`` connection at the
+cluster's Jobs API with a shared run store.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, task
 from airflow_provider_rayorch.operators.microbatch import rayorch_microbatch_group
 
 LANDING = os.environ.get("RAYORCH_LANDING", "/tmp/rayorch-landing")
-LOCAL_HEAD = os.environ.get("RAYORCH_INGEST_LOCAL_HEAD", "1") == "1"
+LOCAL_HEAD = "shared" if os.environ.get("RAYORCH_INGEST_LOCAL_HEAD", "1") == "1" else False
 # The run's window: its data interval, or, for a manual run with no logical date (which
 # has no data interval), the hour up to the moment it was triggered. Both bounds are
 # fixed per run, so every try of the submit task lists the same files.
@@ -55,7 +57,8 @@ with DAG(
         max_active_input_batches=2,
         max_failed_ratio=0.25,
         local_head=LOCAL_HEAD,
-        local_head_num_cpus=2,
+        # logical CPUs for the runs sharing the head (the first start decides)
+        local_head_num_cpus=8,
         poke_interval=2.0,
         submit_kwargs={
             "sources_modified_after": MODIFIED_AFTER,

@@ -151,8 +151,16 @@ def main() -> None:
     args = parser.parse_args()
     print(f"Running the DAG {args.dag_id} (Airflow and Ray output: {args.log}) ...", flush=True)
     started = time.monotonic()
+    # A one-shot job: the shared Ray head an example starts is this job's alone (its
+    # own heads dir under AIRFLOW_HOME) and stopped when the run ends.
+    os.environ["RAYORCH_LOCAL_HEADS_DIR"] = os.path.join(os.environ["AIRFLOW_HOME"], "ray-heads")
     with output_to(args.log):
-        result = run(args.dag_id)
+        try:
+            result = run(args.dag_id)
+        finally:
+            from airflow_provider_rayorch.operators.local_head import stop_shared_head
+
+            stop_shared_head()
     if args.result:
         with open(args.result, "w") as fh:
             json.dump(result, fh, indent=1, default=str)

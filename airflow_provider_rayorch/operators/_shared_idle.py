@@ -1,7 +1,7 @@
 """The shared head's idle stop: a small process beside the head that stops it once no
 job has run on it, and no run has found it, for ``idle_s`` seconds.
 
-Started by :func:`.shared_head.shared_head` in a session of its own (a head's group is
+Started by :func:`._shared_head.shared_head` in a session of its own (a head's group is
 never the group of the process that stops it); it exits when the head is gone or no
 longer the machine's shared head. Run as
 ``python -m airflow_provider_rayorch.operators._shared_idle <pgid> <idle_s>`` with the

@@ -41,7 +41,7 @@ from airflow_provider_rayorch.operators._head_start import (
     start_local_head,
     stop_heads_starting_here,
 )
-from airflow_provider_rayorch.operators.shared_head import shared_head, stop_shared_head
+from airflow_provider_rayorch.operators._shared_head import shared_head, stop_shared_head
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -85,7 +85,7 @@ class RayLocalHeadStartOperator(BaseOperator):
     earlier tries were starting when they died; killed (``on_kill``), it stops the head
     it was starting.
 
-    ``shared=True``: the machine's shared head instead (:mod:`.shared_head`), found up
+    ``shared=True``: the machine's shared head instead (:mod:`._shared_head`), found up
     or started once for every run that asks for it; no teardown stops it.
     """
 

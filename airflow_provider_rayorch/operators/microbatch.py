@@ -149,7 +149,7 @@ def rayorch_microbatch_group(
     task starts a loopback Ray head of the run's own and a ``stop_ray_head`` teardown
     task stops it after ``run``; with ``local_head="shared"`` the ``ray_head`` task finds
     the machine's shared head (or starts it, once for runs starting together) and no
-    task stops it (:mod:`.shared_head`). ``submit`` then retries a refused connection to
+    task stops it (:mod:`._shared_head`). ``submit`` then retries a refused connection to
     that head (``answered_before``: ``ray_head`` saw it answer). ``repair`` is the microbatch
     sensors' (docs/airflow/repair.md): clearing a failed ``microbatch`` task instance
     with its downstream re-runs only its FAILED and SUPPRESSED sources, and ``run``

@@ -7,7 +7,6 @@ The Ray head is stopped through its own process group, never with ``ray stop``.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import sys
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import e2e_runs
 from deployment import Deployment, start_deployment, start_listener_deployment
-from e2e_helpers import E2E_DAGS, EXAMPLES, ROOT
+from e2e_helpers import E2E_DAGS, EXAMPLES, ROOT, heads_of
 from real_cluster import TokenCluster, start_token_cluster
 from rest import UNPAUSED, AirflowRest
 
@@ -66,23 +65,6 @@ def ray_token() -> str:
     return secrets.token_hex(24)
 
 
-@contextlib.contextmanager
-def _heads_of(deployment: Deployment) -> Iterator[None]:
-    """Record and look up loopback heads where the deployment's components do
-    (``RAYORCH_LOCAL_HEADS_DIR``, set by scripts/deployment.py for each component)."""
-    saved = os.environ.get("RAYORCH_LOCAL_HEADS_DIR")
-    os.environ["RAYORCH_LOCAL_HEADS_DIR"] = str(
-        deployment.airflow_home / "deployment" / "ray-heads"
-    )
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("RAYORCH_LOCAL_HEADS_DIR", None)
-        else:
-            os.environ["RAYORCH_LOCAL_HEADS_DIR"] = saved
-
-
 @pytest.fixture(scope="session")
 def ray_head(e2e_root, ray_token, session_deployment):
     """A real ``ray start --head`` on 127.0.0.1 with token auth, stopped by process group;
@@ -97,7 +79,7 @@ def ray_head(e2e_root, ray_token, session_deployment):
         "RAY_AUTH_TOKEN": ray_token,
         "PYTHONPATH": os.pathsep.join([str(EXAMPLES), str(E2E_DAGS)]),
     }
-    with _heads_of(session_deployment):
+    with heads_of(session_deployment):
         head = start_local_head(
             num_cpus=2,
             env=env,
@@ -108,7 +90,7 @@ def ray_head(e2e_root, ray_token, session_deployment):
     try:
         yield head
     finally:
-        with _heads_of(session_deployment):
+        with heads_of(session_deployment):
             stop_local_head(head)
 
 

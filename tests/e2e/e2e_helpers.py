@@ -3,11 +3,16 @@ members of a process group."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
 E2E_DAGS = ROOT / "tests" / "e2e" / "dags"
@@ -51,3 +56,20 @@ def live_members(pgid: int, wait_s: float = 30.0) -> list[int]:
         if not alive or time.monotonic() > deadline:
             return alive
         time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def heads_of(deployment: Any) -> Iterator[None]:
+    """Record and look up loopback heads where the deployment's components do
+    (``RAYORCH_LOCAL_HEADS_DIR``, set by scripts/deployment.py for each component)."""
+    saved = os.environ.get("RAYORCH_LOCAL_HEADS_DIR")
+    os.environ["RAYORCH_LOCAL_HEADS_DIR"] = str(
+        deployment.airflow_home / "deployment" / "ray-heads"
+    )
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("RAYORCH_LOCAL_HEADS_DIR", None)
+        else:
+            os.environ["RAYORCH_LOCAL_HEADS_DIR"] = saved

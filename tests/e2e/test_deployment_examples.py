@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from e2e_helpers import live_members
+from e2e_helpers import heads_of, live_members
 from e2e_runs import (
     all_task_logs,
     assert_no_secret,
@@ -58,6 +58,21 @@ def _land_files(landing: Path, start: datetime) -> None:
     stale.write_text("landed long ago")
     outside = (start - timedelta(hours=2)).timestamp()
     os.utime(stale, (outside, outside))
+
+
+def assert_the_shared_head(deployment: Deployment, head: dict[str, Any]) -> None:
+    """``head`` (a ``ray_head`` task's XCom) is the deployment's one shared head, still up
+    after the run: the examples triggered together all ran on it (``deployment.stop``
+    stops it with the session)."""
+    from airflow_provider_rayorch.common import local_heads
+
+    with heads_of(deployment):
+        shared = local_heads.read_shared()
+        started = local_heads.started_heads(local_heads.SHARED_KEY)
+    assert shared is not None, "no shared head is recorded in the deployment's heads dir"
+    assert (head["pgid"], head["address"]) == (shared["pgid"], shared["address"])
+    assert [h.pgid for h in started] == [shared["pgid"]], "more than one shared head started"
+    assert live_members(int(head["pgid"])) != []
 
 
 def _gates(deployment: Deployment) -> dict[str, str]:
@@ -252,10 +267,10 @@ def test_ingest_example_through_the_scheduler_and_triggerer(
     assert [r["source"] for r in rows] == list(range(10))
     assert rows[6]["outcome"] == "suppressed"
     assert str(rows[0]["value"]["markdown"]).startswith("page one of 0")
-    # teardown: the loopback head's process group is gone
+    # the run found the machine's shared head, the one every run started with it uses
     head = xcom("ingest.ray_head")
-    assert tis[("ingest.stop_ray_head", -1)]["state"] == "success"
-    assert live_members(int(head["pgid"])) == []
+    assert ("ingest.stop_ray_head", -1) not in tis
+    assert_the_shared_head(airflow_deployment, head)
     # clearing one mapped microbatch (dry run) targets it and what runs after it only
     cleared = airflow_rest.clear(dag_id, run_id, [("ingest.microbatch", 1)], dry_run=True)
     targets = {(t["task_id"], t["map_index"]) for t in cleared}
@@ -346,10 +361,10 @@ def test_documents_example_through_the_scheduler_and_triggerer(
     published = rest.task_log(dag_id, run_id, "publish")
     assert f"corrupt.pdf: failed: {cause}" in published
     assert f"report: {out['report']}" in published
-    # the loopback head's process group is gone
+    # the run found the machine's shared head, the one every run started with it uses
     head = xcom("documents.ray_head")
-    assert tis[("documents.stop_ray_head", -1)]["state"] == "success"
-    assert live_members(int(head["pgid"])) == []
+    assert ("documents.stop_ray_head", -1) not in tis
+    assert_the_shared_head(airflow_deployment, head)
     assert_no_secret(
         ray_secrets(airflow_deployment, head),
         task_logs=all_task_logs(rest, dag_id, run_id),

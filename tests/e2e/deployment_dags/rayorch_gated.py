@@ -30,7 +30,7 @@ with DAG(
         },
         sources=[f"doc {i}" for i in range(12)],
         input_batch_size=4,
-        local_head=True,
-        local_head_num_cpus=2,
+        local_head="shared",
+        local_head_num_cpus=8,
         poke_interval=1.0,
     )

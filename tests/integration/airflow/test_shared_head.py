@@ -19,11 +19,11 @@ from airflow_provider_rayorch.common import local_heads
 from airflow_provider_rayorch.operators._head_groups import group_members
 from airflow_provider_rayorch.operators._head_start import answers_jobs
 from airflow_provider_rayorch.operators.local_head import (
+    shared_head,
     start_local_head,
     stop_local_head,
     stop_shared_head,
 )
-from airflow_provider_rayorch.operators.shared_head import shared_head
 from tests.processes import run_in_own_session
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ START_S = 300
 #: One run's look for the shared head, in a process of its own.
 FIND = """
 import json
-from airflow_provider_rayorch.operators.shared_head import shared_head
+from airflow_provider_rayorch.operators.local_head import shared_head
 head = shared_head(num_cpus=2, timeout={timeout})
 print(json.dumps({{"pgid": head.info["pgid"], "address": head.info["address"],
                    "started": head.started}}))

@@ -97,7 +97,8 @@ def test_documents_dag_prepares_the_sample_pdfs(main_job) -> None:
     assert " is running" not in kept
     assert "<script" not in kept  # rendered from data: no script in any report
 
-    # the loopback head's process group is gone
+    # the run's shared loopback head: no teardown task; the main job stopped it at its end
+    assert "documents.stop_ray_head[-1]" not in run.result["tasks"]
     pgid = int(run.returned("documents.ray_head")["pgid"])
     deadline = time.monotonic() + 30
     while live_group_members(pgid) and time.monotonic() < deadline:

@@ -64,9 +64,9 @@ def test_ingest_dag_wires_microbatch_pattern(dagbag) -> None:
         "ingest.submit",
         "ingest.microbatch",
         "ingest.run",
-        "ingest.stop_ray_head",
         "report",
     } <= ids
-    assert dag.get_task("ingest.ray_head").is_setup
-    assert dag.get_task("ingest.stop_ray_head").is_teardown
+    # the machine's shared head: found (or started once) by ray_head, stopped by no task
+    assert dag.get_task("ingest.ray_head").shared is True
+    assert "ingest.stop_ray_head" not in ids
     assert dag.get_task("ingest.microbatch").map_index_template
