@@ -18,9 +18,13 @@ if [ "$#" -gt 0 ]; then
     .venv/bin/pytest "$@"
     exit
 fi
+# RAYORCH_MODULE_ORDER=reverse runs every tier's modules in reverse order (the suite
+# must not depend on the order its modules run in).
+order=()
+if [ "${RAYORCH_MODULE_ORDER:-}" = "reverse" ]; then order=(--reverse-modules); fi
 for tier in tests/unit tests/integration tests/docs tests/e2e; do
-    echo "=== pytest $tier ==="
-    .venv/bin/pytest "$tier"
+    echo "=== pytest $tier ${order[*]} ==="
+    .venv/bin/pytest "$tier" --durations=10 "${order[@]}"
 done
 # The property tests again, exploring new examples (the runs above are derandomized in
 # CI, so a red build is reproducible): a fixed budget per test, and a seed printed here

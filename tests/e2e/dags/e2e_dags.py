@@ -86,3 +86,16 @@ with _dag("e2e_unreachable"):
         rayorch_conn_id="rayorch_nowhere",
         poll_interval=1.0,  # the transient-error retry budget backs off from this interval
     )
+
+with DAG(
+    dag_id="e2e_shared_head", schedule=None, start_date=START, catchup=False, max_active_runs=8
+):
+    rayorch_microbatch_group(
+        "docs",
+        pipeline=PIPELINE,
+        sources=sample_docs(8),
+        input_batch_size=4,
+        local_head="shared",
+        local_head_num_cpus=8,
+        poke_interval=1.0,
+    )
