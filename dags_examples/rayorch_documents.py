@@ -5,11 +5,11 @@ three-page report, a memo whose second page is blank, an invoice, and a corrupt 
 ``documents`` runs ``DocumentPipeline`` (pypdfium2 rendering, rapidocr detection and
 recognition) on them, two per microbatch, on the machine's shared loopback Ray head
 (found, or started once for the runs starting together; ``scripts/main-job.sh`` stops
-the one it started when the run ends). The corrupt file FAILS with its cause; ``max_failed_ratio=0.5`` tolerates
-it (one of the two sources of its microbatch). The blank page is skipped: its document
-is still PRESENT. ``publish`` writes one markdown file per document beside the run's
-Parquet outputs and HTML report, and returns their paths, the recognized text and
-the failures, each named by its file.
+the one it started when the run ends). The corrupt file FAILS with its cause;
+``max_failed_ratio=0.5`` tolerates it (one of the two sources of its microbatch). The
+blank page is skipped: its document is still PRESENT. ``publish`` writes one markdown
+file per document beside the run's Parquet outputs and HTML report, and returns their
+paths, the recognized text and the failures, each named by its file.
 
 Inputs and runs go under ``$RAYORCH_EXAMPLES_OUTPUT`` (``scripts/main-job.sh`` sets it to
 ``./rayorch-output``); unset, inputs go under ``$AIRFLOW_HOME/rayorch-examples`` and

@@ -9,8 +9,10 @@ those events:
 1. ``select_sources`` merges the files of every event since the previous run (the
    trigger delivers at least once, so a file may come twice) and drops the files an
    earlier run committed. With none left, the run is skipped.
-2. ``prepare`` runs ``TextDocPipeline`` over them on an embedded Ray; a page
-   containing ``POISON`` fails its document, and ``max_failed_ratio`` tolerates some.
+2. ``prepare`` runs ``TextDocPipeline`` over them as a Ray job on the machine's shared
+   loopback head (``ray_head`` finds it, or starts it once; no Ray starts per run); a
+   page containing ``POISON`` fails its document, and ``max_failed_ratio`` tolerates
+   some.
 3. ``record`` writes the files to the asset's state store: no later run takes them.
 
 ``max_active_runs=1`` keeps runs in order, so each sees what the previous recorded.
@@ -28,6 +30,7 @@ from airflow.sdk import DAG, Asset, AssetWatcher, task
 from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_provider_rayorch.assets.new_sources import new_sources, record_committed
+from airflow_provider_rayorch.operators.local_head import RayLocalHeadStartOperator
 from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 from airflow_provider_rayorch.triggers.sources import RayOrchNewSourcesTrigger
 
@@ -72,6 +75,8 @@ with DAG(
         return sources
 
     sources = select_sources()
+    # the machine's shared head: found up (or started once), stopped by no run
+    head = RayLocalHeadStartOperator(task_id="ray_head", shared=True, num_cpus=8)
     prepare = RayOrchOperator(
         task_id="prepare",
         pipeline="rayorch_example_pipelines:TextDocPipeline",
@@ -79,7 +84,9 @@ with DAG(
         sources=sources,
         input_batch_size=8,
         max_failed_ratio=0.25,
+        ray_address="{{ ti.xcom_pull(task_ids='ray_head')['address'] }}",
     )
+    sources >> head >> prepare
 
     @task(inlets=[INBOX])
     def record(sources: list[str], summary: dict[str, Any], **context: Any) -> dict[str, Any]:

@@ -33,8 +33,17 @@ def test_runs_on_the_inbox_asset_one_run_at_a_time(dag) -> None:
     assert [a.name for a in assets] == ["rayorch-inbox"]
     assert isinstance(assets[0], Asset)
     assert dag.max_active_runs == 1
-    assert sorted(dag.task_ids) == ["prepare", "record", "select_sources"]
+    assert sorted(dag.task_ids) == ["prepare", "ray_head", "record", "select_sources"]
     assert dag.get_task("record").upstream_task_ids == {"prepare", "select_sources"}
+
+
+def test_prepare_runs_on_the_machines_shared_head(dag) -> None:
+    """No Ray starts per run: ``ray_head`` finds (or starts once) the shared head and
+    ``prepare`` submits its job there."""
+    assert dag.get_task("ray_head").shared is True
+    assert dag.get_task("ray_head").upstream_task_ids == {"select_sources"}
+    assert dag.get_task("prepare").upstream_task_ids == {"ray_head", "select_sources"}
+    assert "ray_head" in dag.get_task("prepare").ray_address
 
 
 def test_the_watcher_trigger_names_its_asset_and_serializes(dag) -> None:
