@@ -26,12 +26,12 @@
 
 Retryability is the type: ``isinstance(exc, RayOrchTransientError)`` for the
 provider's request retries, ``AirflowFailException`` for "no task retry";
-``exc.transient`` reads the type. Every class pickles (the root's ``__reduce__``).
+``exc.transient`` reads the type. The raise site picks the class: a transient failure
+raises ``RayOrchClusterUnavailable``, a permanent one ``RayOrchClusterError``. Every
+class pickles (the root's ``__reduce__``).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from airflow.sdk.exceptions import (
     AirflowException,
@@ -71,31 +71,22 @@ class RayOrchAirflowError(RayOrchError, AirflowException):
 
 
 class RayOrchClusterError(RayOrchAirflowError):
-    """A call to the Ray Jobs API failed: no answer, or an answer that is an error.
+    """A call to the Ray Jobs API (or a loopback head's start) failed permanently:
+    the pollers do not retry it. The transient case is the subclass
+    :class:`RayOrchClusterUnavailable`, raised by name where the failure is transient.
 
     ``status`` is the HTTP status when the Jobs API answered (``None``: no answer).
-    This class is permanent: the pollers do not retry it. The transient case is
-    :class:`RayOrchClusterUnavailable`; ``RayOrchClusterError(message)`` (or with
-    ``transient=True``) builds one, as earlier versions took an error raised without
-    saying as transient.
     """
 
     status: int | None
 
-    def __new__(cls, message: str = "", *args: Any, transient: bool = True, **kwargs: Any) -> Any:
-        if cls is RayOrchClusterError and transient:
-            cls = RayOrchClusterUnavailable
-        return super().__new__(cls, message, *args)
-
-    def __init__(
-        self, message: str = "", *, transient: bool = True, status: int | None = None
-    ) -> None:
+    def __init__(self, message: str = "", *, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
 
     @property
     def transient(self) -> bool:
-        """Whether trying again later may help (read from the type)."""
+        """Whether trying again later may help: the type says it."""
         return isinstance(self, RayOrchTransientError)
 
 
@@ -106,12 +97,6 @@ class RayOrchClusterUnavailable(RayOrchClusterError, RayOrchTransientError):
 
 class RayOrchAuthError(RayOrchClusterError):
     """The Jobs API refused the request's token (HTTP 401/403): never retried."""
-
-    def __init__(self, message: str = "", *, status: int | None = None, **_: Any) -> None:
-        super().__init__(message, transient=False, status=status)
-
-    def __new__(cls, message: str = "", *args: Any, **kwargs: Any) -> Any:
-        return super().__new__(cls, message, *args, transient=False)
 
 
 class RayOrchConnectionNotFound(RayOrchAirflowError, AirflowNotFoundException):

@@ -300,7 +300,7 @@ def _turn(lock_name: str, stopped: Callable[[], bool], waiting: str) -> Iterator
             except BlockingIOError:
                 if stopped():
                     raise RayOrchClusterError(
-                        f"killed while {waiting}; nothing was started", transient=False
+                        f"killed while {waiting}; nothing was started"
                     ) from None
                 time.sleep(_TURN_POLL_S)
         try:

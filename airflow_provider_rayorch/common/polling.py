@@ -71,7 +71,6 @@ def _exhausted(what: str, exc: RayOrchClusterError, tries: int, elapsed: float) 
     return RayOrchClusterError(
         f"{what}: gave up after {tries} tries over {elapsed:.0f} s of transient errors "
         f"(retry budget: {RETRY_BUDGET.retries} retries with backoff); last error: {exc}",
-        transient=False,
     )
 
 

@@ -177,7 +177,6 @@ class JobsApi:
             raise RayOrchClusterError(
                 f"{self.conn}'s extra `verify` names {path}, which does "
                 "not exist: give the path of a CA bundle (PEM) readable by this worker, or true",
-                transient=False,
             )
         if os.path.isdir(path):
             return ssl.create_default_context(capath=path)
@@ -213,7 +212,6 @@ class JobsApi:
                 f"TLS verification of {where} failed during {method} {path} ({exc}); nothing "
                 f"was sent. Fix: the server's certificate must be signed by {trusted}: set "
                 f"{self.conn}'s extra `verify` to the CA bundle that signs it",
-                transient=False,
             )
         if isinstance(exc, httpx.ConnectTimeout):
             reason = f"no connection within {self.timeout:g}s"
@@ -234,7 +232,6 @@ class JobsApi:
             return RayOrchClusterError(
                 f"cannot reach {where} during {method} {path}: {reason} ({kind}); it has "
                 f"never answered, so this is not retried; {self.hint()}",
-                transient=False,
             )
         return RayOrchClusterUnavailable(
             f"cannot reach {where} during {method} {path}: {reason} ({kind}); {self.hint()}"
@@ -265,7 +262,7 @@ class JobsApi:
                 f"{answered} (its job agent is not up yet: a starting or busy head): {body}",
                 status=code,
             )
-        raise RayOrchClusterError(f"{answered}: {body}", transient=False, status=code)
+        raise RayOrchClusterError(f"{answered}: {body}", status=code)
 
     def _answered(self, resp: httpx.Response) -> None:
         """Note an answer of the Jobs API itself (a 502/503/504 may be a proxy's)."""

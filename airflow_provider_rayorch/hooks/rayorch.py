@@ -202,7 +202,6 @@ class RayOrchHook(BaseHook):
             raise RayOrchClusterError(
                 f"connection {self.rayorch_conn_id!r} has no host: the Ray Jobs API needs a "
                 "cluster address such as http://head:8265",
-                transient=False,
             )
         return address
 

@@ -52,7 +52,6 @@ def _ray_executable() -> str:
         raise RayOrchClusterError(
             "the `ray` command is not installed next to this Python "
             f"({sys.executable}); install ray[default] in this environment",
-            transient=False,
         )
     return found
 
@@ -69,7 +68,6 @@ def _dashboard_up(url: str, token: str) -> bool:
         raise RayOrchClusterError(
             f"the new Ray head at {url} refused its own token (HTTP {code}); "
             "`ray start` did not take RAY_AUTH_TOKEN_PATH: is this Ray older than 2.60?",
-            transient=False,
         )
     return code == 200
 
@@ -237,14 +235,12 @@ def _wait_until_up(
         if starting.killed:
             raise RayOrchClusterError(
                 f"killed while its Ray head at {address} was starting; the head is stopped",
-                transient=False,
             )
         if proc.poll() is not None:
             with open(log_path) as f:
                 tail = f.read()[-2000:]
             raise RayOrchClusterError(
                 f"`ray start --head` exited with {proc.returncode} (log {log_path}):\n{tail}",
-                transient=False,
             )
         if _dashboard_up(info["address"], token):
             waiting_for = f"its job agent ({agent_url}/api/healthz)"
@@ -257,7 +253,6 @@ def _wait_until_up(
         f"the Ray head at {info['address']} did not get {waiting_for} up within "
         f"{timeout:g}s (log {log_path}; the head's logs are under {temp_dir}/session_latest/"
         "logs). Fix: on a busy machine give the head more time (startup_timeout)",
-        transient=False,
     )
 
 

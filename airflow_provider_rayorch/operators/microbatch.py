@@ -80,7 +80,6 @@ class RayOrchSubmitOperator(JobSubmitting, RunTask):
                 "the per-microbatch pattern needs a Ray cluster address (the job outlives "
                 "this task): set the connection's host, pass ray_address, or use "
                 "rayorch_microbatch_group(local_head=True) for a loopback head",
-                transient=False,
             )
         plan = self.prepare(context)
         descriptors = plan.microbatches()

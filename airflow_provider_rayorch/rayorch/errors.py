@@ -64,8 +64,7 @@ def _rebuild(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, A
     """Unpickle an error: its ``args`` and attributes, ``__init__`` not called again.
 
     The instance is made by its built-in base's ``__new__`` (``OSError``'s for an
-    ``OSError``), never by a ``__new__`` of the package that picks a class from
-    arguments (``RayOrchClusterError``)."""
+    ``OSError``), so the class that comes back is the class that was pickled."""
     new = next(base.__new__ for base in cls.__mro__ if base.__module__ == "builtins")
     exc = new(cls, *args)
     exc.__dict__.update(state)

@@ -91,13 +91,18 @@ def test_the_walk_sees_both_layers() -> None:
 def test_retryability_is_a_type() -> None:
     from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-    transient = airflow_errors.RayOrchClusterError("HTTP 503")  # the old spelling: transient
-    permanent = airflow_errors.RayOrchClusterError("HTTP 404", transient=False)
+    transient = airflow_errors.RayOrchClusterUnavailable("HTTP 503", status=503)
+    permanent = airflow_errors.RayOrchClusterError("HTTP 404", status=404)
+    auth = airflow_errors.RayOrchAuthError("HTTP 401", status=401)
+    assert type(permanent) is airflow_errors.RayOrchClusterError  # the class is what was named
     assert isinstance(transient, airflow_errors.RayOrchTransientError)
     assert not isinstance(permanent, airflow_errors.RayOrchTransientError)
-    assert (transient.transient, permanent.transient) == (True, False)  # the old flag reads on
-    back = pickle.loads(pickle.dumps(permanent))
-    assert not isinstance(back, airflow_errors.RayOrchTransientError)
+    assert (transient.transient, permanent.transient, auth.transient) == (True, False, False)
+    for exc in (transient, permanent, auth):
+        back = pickle.loads(pickle.dumps(exc))
+        assert (type(back), back.status, back.transient) == (type(exc), exc.status, exc.transient)
+    with pytest.raises(TypeError):  # no flag picks the class: the raise site names it
+        airflow_errors.RayOrchClusterError("HTTP 503", transient=True)  # type: ignore[call-arg]
     # Airflow retries a task on AirflowException, and never on AirflowFailException.
     for name in ("RayOrchClusterError", "RayOrchJobFailed", "RayOrchFailedRatioExceeded"):
         cls = getattr(airflow_errors, name)

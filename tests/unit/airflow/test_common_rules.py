@@ -19,7 +19,11 @@ from airflow_provider_rayorch.common.polling import (
 )
 from airflow_provider_rayorch.common.ratio import judge_summary
 from airflow_provider_rayorch.common.states import JobStatus
-from airflow_provider_rayorch.exceptions import RayOrchAuthError, RayOrchClusterError
+from airflow_provider_rayorch.exceptions import (
+    RayOrchAuthError,
+    RayOrchClusterError,
+    RayOrchClusterUnavailable,
+)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -38,7 +42,7 @@ def _flaky(errors: list[Exception], result: str = "ok"):
 
 def test_transient_errors_are_retried_with_backoff_within_the_budget() -> None:
     waits: list[float] = []
-    fn, calls = _flaky([RayOrchClusterError("HTTP 503")] * 3)
+    fn, calls = _flaky([RayOrchClusterUnavailable("HTTP 503")] * 3)
     assert call_with_retries(fn, what="x", interval=1.0, sleep=waits.append) == "ok"
     assert calls["n"] == 4
     assert waits == [1.0, 2.0, 4.0]
@@ -46,7 +50,7 @@ def test_transient_errors_are_retried_with_backoff_within_the_budget() -> None:
 
 def test_the_budget_runs_out_with_a_clear_error() -> None:
     budget = RetryBudget(retries=2)
-    fn, calls = _flaky([RayOrchClusterError("connection refused")] * 5)
+    fn, calls = _flaky([RayOrchClusterUnavailable("connection refused")] * 5)
     with pytest.raises(RayOrchClusterError, match=r"gave up after 3 tries.*connection refused"):
         call_with_retries(fn, what="reading job j", interval=0.0, budget=budget, sleep=lambda s: 0)
     assert calls["n"] == 3
@@ -54,7 +58,7 @@ def test_the_budget_runs_out_with_a_clear_error() -> None:
 
 @pytest.mark.parametrize(
     "error",
-    [RayOrchAuthError("HTTP 401"), RayOrchClusterError("HTTP 404", transient=False)],
+    [RayOrchAuthError("HTTP 401"), RayOrchClusterError("HTTP 404")],
     ids=["auth", "not-found"],
 )
 def test_permanent_errors_are_never_retried(error) -> None:
@@ -65,7 +69,7 @@ def test_permanent_errors_are_never_retried(error) -> None:
 
 
 def test_async_retries_share_the_rule() -> None:
-    errors = [RayOrchClusterError("timeout")]
+    errors = [RayOrchClusterUnavailable("timeout")]
 
     async def fn():
         if errors:

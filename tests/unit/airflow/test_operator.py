@@ -7,6 +7,7 @@ from airflow.sdk.exceptions import TaskDeferred
 
 from airflow_provider_rayorch.exceptions import (
     RayOrchClusterError,
+    RayOrchClusterUnavailable,
     RayOrchCompileFailed,
     RayOrchFailedRatioExceeded,
     RayOrchJobFailed,
@@ -373,7 +374,7 @@ def test_sync_poll_tolerates_transient_cluster_errors(tmp_path, fake_engine) -> 
     def flaky(job_id):
         calls["n"] += 1
         if calls["n"] in (3, 4):  # two polls in a row fail
-            raise RayOrchClusterError("connection reset")
+            raise RayOrchClusterUnavailable("connection reset")
         return real_info(job_id)
 
     hook.get_job_info.side_effect = flaky
@@ -389,7 +390,7 @@ def test_sync_poll_gives_up_after_repeated_cluster_errors(tmp_path, fake_engine)
     def down(job_id):
         calls["n"] += 1
         if calls["n"] >= 3:
-            raise RayOrchClusterError("cannot reach")
+            raise RayOrchClusterUnavailable("cannot reach")
         return real_info(job_id)
 
     hook.get_job_info.side_effect = down

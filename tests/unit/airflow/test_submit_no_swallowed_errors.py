@@ -21,6 +21,7 @@ import pytest
 
 from airflow_provider_rayorch.exceptions import (
     RayOrchClusterError,
+    RayOrchClusterUnavailable,
     RayOrchCompileFailed,
     RayOrchJobFailed,
     RayOrchPipelineNotImportable,
@@ -106,14 +107,14 @@ def _failed_job(hook: Any, logs: Any) -> None:
 
 def test_a_failed_last_log_read_is_retried_and_keeps_the_compile_error(tmp_path) -> None:
     hook = _hook(tmp_path)
-    _failed_job(hook, [RayOrchClusterError("HTTP 503"), COMPILE_LINE])
+    _failed_job(hook, [RayOrchClusterUnavailable("HTTP 503"), COMPILE_LINE])
     with pytest.raises(RayOrchCompileFailed, match="does not compile"):
         _op(tmp_path, hook)._poll("j", _context())
 
 
 def test_an_unreadable_log_still_tells_a_compile_error(tmp_path) -> None:
     hook = _hook(tmp_path)
-    _failed_job(hook, RayOrchClusterError("HTTP 404: no log", transient=False))
+    _failed_job(hook, RayOrchClusterError("HTTP 404: no log"))
     with pytest.raises(RayOrchCompileFailed, match="does not compile"):
         _op(tmp_path, hook)._poll("j", _context())
 
@@ -125,14 +126,14 @@ def test_the_exit_code_alone_tells_an_import_error(tmp_path) -> None:
         "message": "Job entrypoint command failed with exit code 4. No logs available.",
         "driver_exit_code": 4,
     }
-    hook.get_job_logs.side_effect = RayOrchClusterError("HTTP 404", transient=False)
+    hook.get_job_logs.side_effect = RayOrchClusterError("HTTP 404")
     with pytest.raises(RayOrchPipelineNotImportable, match="exit code 4"):
         _op(tmp_path, hook)._poll("j", _context())
 
 
 def test_deferred_end_with_an_unreadable_log_keeps_the_compile_error(tmp_path) -> None:
     hook = _hook(tmp_path)
-    _failed_job(hook, RayOrchClusterError("HTTP 404", transient=False))
+    _failed_job(hook, RayOrchClusterError("HTTP 404"))
     event = {"status": "error", "job_id": "j", "job_status": "FAILED", "message": RAY_MESSAGE}
     with pytest.raises(RayOrchCompileFailed):
         _op(tmp_path, hook).execute_complete(_context(), event)

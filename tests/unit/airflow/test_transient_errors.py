@@ -7,7 +7,7 @@ from unittest import mock
 
 import pytest
 
-from airflow_provider_rayorch.exceptions import RayOrchClusterError
+from airflow_provider_rayorch.exceptions import RayOrchClusterError, RayOrchClusterUnavailable
 from airflow_provider_rayorch.runs.store import RunStore
 from airflow_provider_rayorch.sensors.rayorch import RayOrchRunSensor
 
@@ -39,7 +39,7 @@ def test_run_sensor_tolerates_one_transient_status_error(tmp_path) -> None:
         deferrable=False,
         poke_interval=0.01,
     )
-    answers = iter([RayOrchClusterError("HTTP 503: dashboard restarting"), "SUCCEEDED"])
+    answers = iter([RayOrchClusterUnavailable("HTTP 503: dashboard restarting"), "SUCCEEDED"])
 
     def status(job_id):
         answer = next(answers)
@@ -58,7 +58,7 @@ def test_job_trigger_retries_a_transient_error_then_fires(monkeypatch, tmp_path)
 
     from airflow_provider_rayorch.triggers import rayorch as triggers
 
-    answers = [RayOrchClusterError("HTTP 502"), {"status": "SUCCEEDED", "message": ""}]
+    answers = [RayOrchClusterUnavailable("HTTP 502"), {"status": "SUCCEEDED", "message": ""}]
 
     async def info(self, job_id):
         answer = answers.pop(0)
@@ -113,7 +113,7 @@ def test_operator_poll_gives_up_after_the_budget(tmp_path, fake_engine) -> None:
 
     hook = mock.MagicMock(embedded=False, is_local_head=False, run_store_uri=str(tmp_path))
     hook.settings = RayOrchSettings(address="http://h:8265", run_store=str(tmp_path))
-    hook.get_job_info.side_effect = RayOrchClusterError("HTTP 504")
+    hook.get_job_info.side_effect = RayOrchClusterUnavailable("HTTP 504")
     op = RayOrchOperator(task_id="t", pipeline="fake_pipelines:Square", sources=[1])
     op.poll_interval = 0.001
     op.__dict__["hook"] = hook

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 from airflow.triggers.base import TaskFailedEvent, TaskSuccessEvent
 
-from airflow_provider_rayorch.exceptions import RayOrchClusterError
+from airflow_provider_rayorch.exceptions import RayOrchClusterUnavailable
 from airflow_provider_rayorch.runs.store import RunStore
 from airflow_provider_rayorch.triggers import rayorch as triggers
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger, RayOrchMicrobatchTrigger
@@ -103,7 +103,7 @@ def test_job_trigger_reports_failure_and_unknown_job(monkeypatch, tmp_path) -> N
 
 def test_job_trigger_gives_up_after_repeated_errors(monkeypatch, tmp_path) -> None:
     async def down(self, job_id):
-        raise RayOrchClusterError("cannot reach")
+        raise RayOrchClusterUnavailable("cannot reach")
 
     monkeypatch.setattr(triggers.RayOrchHook, "aget_job_info", down)
     t = RayOrchJobTrigger(
