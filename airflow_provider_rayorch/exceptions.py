@@ -16,6 +16,8 @@
         │   └── RayOrchAuthError         the Jobs API refused the token (HTTP 401/403)
         ├── RayOrchConnectionNotFound    the task's rayorch_conn_id is not defined (also
         │                                AirflowNotFoundException)
+        ├── RayOrchHeadsDirNotPrivate    the directory that records loopback heads is not
+        │                                this user's mode-0700 directory (also PermissionError)
         ├── RayOrchJobFailed             the run's Ray job (or embedded driver) did not
         │                                complete the run (or never started)
         ├── RayOrchPlanChanged           the run store holds another plan for this run id
@@ -50,6 +52,7 @@ __all__ = [
     "RayOrchConnectionNotFound",
     "RayOrchError",
     "RayOrchFailedRatioExceeded",
+    "RayOrchHeadsDirNotPrivate",
     "RayOrchJobFailed",
     "RayOrchPermanentError",
     "RayOrchPipelineNotImportable",
@@ -102,6 +105,11 @@ class RayOrchAuthError(RayOrchClusterError):
 class RayOrchConnectionNotFound(RayOrchAirflowError, AirflowNotFoundException):
     """The ``rayorch`` connection a task names is not defined where Airflow looks for
     connections; the message names it and how to define it (or to use embedded Ray)."""
+
+
+class RayOrchHeadsDirNotPrivate(RayOrchAirflowError, PermissionError):
+    """The directory that records the provider's loopback heads (it holds Ray token
+    paths) is not a directory of this user with mode 0700; the message names it."""
 
 
 class RayOrchJobFailed(RayOrchAirflowError):

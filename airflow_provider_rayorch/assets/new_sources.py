@@ -26,6 +26,7 @@ from airflow_provider_rayorch.assets.watch_state import (
     NewSourcesBatch,
     decode_committed,
 )
+from airflow_provider_rayorch.rayorch.errors import UsageError
 
 __all__ = ["committed_sources", "new_sources", "record_committed", "sources_from_events"]
 
@@ -59,7 +60,7 @@ def sources_from_events(events: Iterable[Any], *, committed: Collection[str] = (
         try:
             files = NewSourcesBatch.files_of_payload(extra["payload"])
         except ValueError as exc:
-            raise ValueError(
+            raise UsageError(
                 f"asset event {i} of {len(events)} is not a RayOrchNewSourcesTrigger event: "
                 f"{exc} (extra={dict(extra)!r})"
             ) from None
@@ -79,7 +80,7 @@ def new_sources(context: Mapping[str, Any], asset: Any) -> list[str]:
     try:
         state = context["asset_state_store"][asset]
     except KeyError:
-        raise ValueError(
+        raise UsageError(
             f"this task cannot read the asset state store of asset {_asset_label(asset)}: "
             f"declare the asset as its inlet, @task(inlets=[Asset({_asset_label(asset)}, ...)])"
         ) from None

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.runs.glob_syntax import has_wildcard
 
 __all__ = [
@@ -62,7 +63,7 @@ def decode_emitted(value: Any, asset_name: str) -> dict[str, int]:
         isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
         for k, v in value.items()
     ):
-        raise ValueError(
+        raise UsageError(
             f"the asset state store value {EMITTED_KEY!r} of asset {asset_name!r} is not a "
             f"mapping of file URI to size (got {type(value).__name__}); "
             + _fix(EMITTED_KEY, asset_name)
@@ -77,7 +78,7 @@ def decode_committed(value: Any, asset_name: str) -> dict[str, str]:
     if not isinstance(value, Mapping) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
     ):
-        raise ValueError(
+        raise UsageError(
             f"the asset state store value {COMMITTED_KEY!r} of asset {asset_name!r} is not a "
             f"mapping of file URI to run id (got {type(value).__name__}); "
             + _fix(COMMITTED_KEY, asset_name)
@@ -102,16 +103,16 @@ class NewSourcesBatch:
 
     @classmethod
     def files_of_payload(cls, payload: Any) -> list[ListedFile]:
-        """The files of an event payload; raises ``ValueError`` saying what is malformed."""
+        """The files of an event payload; raises ``UsageError`` saying what is malformed."""
         if not isinstance(payload, Mapping):
-            raise ValueError(f"the payload must be a mapping, got {type(payload).__name__}")
+            raise UsageError(f"the payload must be a mapping, got {type(payload).__name__}")
         files = payload.get("files")
         if not isinstance(files, Sequence) or isinstance(files, str):
-            raise ValueError(f"'files' must be a list of {{'uri', 'size'}}, got {files!r}")
+            raise UsageError(f"'files' must be a list of {{'uri', 'size'}}, got {files!r}")
         out = []
         for i, item in enumerate(files):
             uri = item.get("uri") if isinstance(item, Mapping) else None
             if not isinstance(uri, str) or not uri:
-                raise ValueError(f"files[{i}] must be {{'uri': str, 'size': int}}, got {item!r}")
+                raise UsageError(f"files[{i}] must be {{'uri': str, 'size': int}}, got {item!r}")
             out.append(ListedFile(uri, int(item.get("size") or 0)))
         return out

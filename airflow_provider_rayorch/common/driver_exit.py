@@ -12,6 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.exceptions import (
+    RayOrchAirflowError,
     RayOrchCompileFailed,
     RayOrchJobFailed,
     RayOrchPipelineNotImportable,
@@ -27,9 +28,9 @@ __all__ = ["ERROR_MARKER", "driver_exit_error", "error_from", "error_line", "exi
 ERROR_MARKER = "RAYORCH_ERROR "
 
 
-def driver_exit_error(code: int, message: str) -> Exception:
+def driver_exit_error(code: int, message: str) -> RayOrchAirflowError:
     """The task's error for a driver that exited with ``code``."""
-    kinds: dict[int, type[Exception]] = {
+    kinds: dict[int, type[RayOrchAirflowError]] = {
         EXIT_IMPORT: RayOrchPipelineNotImportable,
         EXIT_COMPILE: RayOrchCompileFailed,
         EXIT_PLAN_CHANGED: RayOrchPlanChanged,
@@ -51,7 +52,7 @@ def error_line(text: str | Iterable[str]) -> dict[str, Any] | None:
     return None
 
 
-def error_from(*texts: str) -> Exception | None:
+def error_from(*texts: str) -> RayOrchAirflowError | None:
     """The driver's error from the first of ``texts`` holding an error line with an
     exit code (a log, then Ray's message with its log tail), else None."""
     for text in texts:

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from airflow_provider_rayorch.exceptions import RayOrchClusterError
+from airflow_provider_rayorch.exceptions import RayOrchClusterError, RayOrchHeadsDirNotPrivate
+from airflow_provider_rayorch.rayorch.errors import UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -89,7 +90,7 @@ def _private_dir() -> Path:
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = path.stat()
     if info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) & 0o077:
-        raise PermissionError(
+        raise RayOrchHeadsDirNotPrivate(
             f"{path} must be a directory of this user with mode 0700 (it holds Ray token "
             "paths); remove it or set RAYORCH_LOCAL_HEADS_DIR to a private directory"
         )
@@ -107,7 +108,10 @@ def register(address: str, token_path: str, pgid: int) -> None:
     """Record a head started by this provider (called by ``start_local_head``)."""
     port = _port(address)
     if port is None:
-        raise ValueError(f"{address!r} is not a loopback address with a port")
+        raise UsageError(
+            f"local_heads.register({address!r}): not a loopback address with a port; "
+            "record only a head started on 127.0.0.1 (http://127.0.0.1:<port>)"
+        )
     entry = _private_dir() / str(port)
     tmp = entry.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

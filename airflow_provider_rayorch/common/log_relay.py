@@ -23,6 +23,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_rayorch.common.progress import EVENT_MARKER, relay_line
+from airflow_provider_rayorch.exceptions import RayOrchClusterUnavailable
 from airflow_provider_rayorch.rayorch.plain_text import strip_ansi
 
 if TYPE_CHECKING:
@@ -126,9 +127,13 @@ async def astream_job_logs(api: JobsEndpoint, job_id: str) -> AsyncIterator[str]
             if msg.type == aiohttp.WSMsgType.TEXT:
                 yield str(msg.data)
             elif msg.type == aiohttp.WSMsgType.ERROR:
-                raise ConnectionError(f"the log stream of job {job_id} broke: {ws.exception()}")
+                raise RayOrchClusterUnavailable(
+                    f"the log stream of job {job_id} broke: {ws.exception()}"
+                )
     if ws.close_code not in (None, aiohttp.WSCloseCode.OK):  # e.g. a dashboard restarting
-        raise ConnectionError(f"the log stream of job {job_id} closed with {ws.close_code}")
+        raise RayOrchClusterUnavailable(
+            f"the log stream of job {job_id} closed with {ws.close_code}"
+        )
 
 
 class LogFollower:

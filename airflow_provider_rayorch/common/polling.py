@@ -67,7 +67,9 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, RayOrchTransientError)
 
 
-def _exhausted(what: str, exc: RayOrchClusterError, tries: int, elapsed: float) -> Exception:
+def _exhausted(
+    what: str, exc: RayOrchClusterError, tries: int, elapsed: float
+) -> RayOrchClusterError:
     return RayOrchClusterError(
         f"{what}: gave up after {tries} tries over {elapsed:.0f} s of transient errors "
         f"(retry budget: {RETRY_BUDGET.retries} retries with backoff); last error: {exc}",

@@ -18,6 +18,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+from airflow_provider_rayorch.rayorch.errors import UsageError
+
 __all__ = [
     "RESUME_HINT",
     "RepairMode",
@@ -52,7 +54,7 @@ class RepairMode(StrEnum):
         try:
             return cls(str(value))
         except ValueError:
-            raise ValueError(
+            raise UsageError(
                 f"repair must be 'on_clear', 'always' or False, got {value!r}"
             ) from None
 

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from airflow_provider_rayorch.exceptions import RayOrchPermanentError
+from airflow_provider_rayorch.rayorch.errors import UsageError
 
 __all__ = ["resolve_sources", "stream_sources"]
 
@@ -47,7 +48,10 @@ def resolve_sources(
             return [], 1
         if len({len(c) for c in columns}) != 1:
             sizes = {name: len(c) for name, c in zip(sources, columns, strict=True)}
-            raise ValueError(f"source columns differ in length: {sizes}")
+            raise UsageError(
+                f"source columns differ in length: {sizes}; give sources={{column: values}} "
+                "with one value per row in every column"
+            )
         if len(columns) == 1:
             return columns[0], 1
         return [list(row) for row in zip(*columns, strict=True)], len(columns)

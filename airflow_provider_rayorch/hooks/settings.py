@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.runs.secrets import (
     check_uri,
     ray_init_secrets,
@@ -37,7 +38,10 @@ def _as_dict(value: Any, name: str) -> dict[str, Any]:
     if isinstance(value, str):
         value = json.loads(value)
     if not isinstance(value, Mapping):
-        raise ValueError(f"connection extra {name!r} must be a JSON object")
+        raise UsageError(
+            f"connection extra {name!r} must be a JSON object, got {type(value).__name__}: "
+            f"set the extra key {name!r} to a JSON object such as {{}}"
+        )
     return dict(value)
 
 

@@ -10,6 +10,7 @@ from airflow_provider_rayorch.exceptions import (
     RayOrchPipelineNotImportable,
     RayOrchPlanChanged,
 )
+from airflow_provider_rayorch.rayorch.errors import UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -171,7 +172,10 @@ def prepare_plan(
             strings=strings,
         )
     except TypeError as exc:
-        raise ValueError(f"sources and pipeline_kwargs must be JSON values: {exc}") from exc
+        raise UsageError(
+            f"sources and pipeline_kwargs must be JSON values: {exc}; pass strings, numbers, "
+            "lists and dicts (a path as str(path))"
+        ) from exc
     plan = PlanRecord(
         run_id=run_id,
         pipeline=spec,

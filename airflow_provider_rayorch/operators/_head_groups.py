@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.common import head_logs, local_heads
+from airflow_provider_rayorch.rayorch.errors import UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -51,7 +52,10 @@ def stop_local_head(head: Mapping[str, Any], *, timeout: float = 10.0) -> None:
     (:func:`head_logs.archive`), remove its temp dir and its records."""
     pgid = int(head["pgid"])
     if pgid <= 1 or pgid == os.getpgrp():
-        raise ValueError(f"refusing to signal process group {pgid}")
+        raise UsageError(
+            f"stop_local_head: refusing to signal process group {pgid} (init's or this "
+            "process's own); pass the record of a head this provider started"
+        )
     if head.get("address"):
         local_heads.unregister(str(head["address"]))
     leader_alive = local_heads.process_start(pgid) is not None  # `ray start` exits if a part dies

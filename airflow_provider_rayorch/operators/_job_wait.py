@@ -18,6 +18,7 @@ from airflow_provider_rayorch.common.log_relay import (
 from airflow_provider_rayorch.common.polling import END_POLL_S
 from airflow_provider_rayorch.common.states import JobStatus
 from airflow_provider_rayorch.exceptions import (
+    RayOrchAirflowError,
     RayOrchClusterError,
     RayOrchJobFailed,
     RayOrchPipelineNotImportable,
@@ -177,7 +178,7 @@ class JobWaiting:
         *,
         run_id: str | None = None,
         exit_code: int | None = None,
-    ) -> Exception:
+    ) -> RayOrchAirflowError:
         """The task's error for a job that ended without success: the driver's
         ``RAYORCH_ERROR`` line (in the log, or in the log tail Ray keeps in ``message``),
         else the driver's exit code from Ray's job info, else ``RayOrchJobFailed``."""
@@ -201,7 +202,9 @@ class JobWaiting:
             )
         return RayOrchJobFailed(f"Ray job {job_id} ended {status}: {message}")
 
-    def _deferred_job_error(self, event: Mapping[str, Any], context: Context) -> Exception:
+    def _deferred_job_error(
+        self, event: Mapping[str, Any], context: Context
+    ) -> RayOrchAirflowError:
         """The error for a trigger event that is not a success."""
         job_id = str(event.get("job_id"))
         try:  # the exit code is in the job info only

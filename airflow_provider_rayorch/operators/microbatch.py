@@ -64,7 +64,7 @@ class RayOrchSubmitOperator(JobSubmitting, RunTask):
     ) -> None:
         # RayOrchOperator's parameters, ``durable`` (ResumableJobMixin's) included
         if kwargs.get("outputs_asset_alias"):
-            raise ValueError(
+            raise UsageError(
                 f"RayOrchSubmitOperator(outputs_asset_alias={kwargs['outputs_asset_alias']!r})"
                 ": the submit ends before the run has outputs; give the alias to the run "
                 "sensor (RayOrchRunSensor(outputs_asset_alias=...), or "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import UsageError
+from .errors import CompileError, UsageError
 from .program.compiler import compile_pipeline
 
 if TYPE_CHECKING:
@@ -25,7 +25,10 @@ class Pipeline:
     """
 
     def forward(self, *ports: Any) -> Any:
-        raise NotImplementedError(f"{type(self).__qualname__} must define forward(self, ...)")
+        raise CompileError(
+            f"{type(self).__qualname__} does not define forward(self, ...): define it to "
+            "describe the dataflow over the source Ports"
+        )
 
     def compile(self, *, optimize: bool = True) -> Plan:
         """Trace and validate the pipeline; raise ``CompileError`` on any violation.

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from airflow_provider_rayorch.rayorch.errors import UsageError
+
 __all__ = ["JobStatus"]
 
 
@@ -33,10 +35,10 @@ class JobStatus(StrEnum):
     @classmethod
     def parse(cls, value: object) -> JobStatus:
         """A status from Ray's reply (a string or Ray's own enum); unknown values raise
-        ``ValueError`` naming them."""
+        ``UsageError`` (a ``ValueError``) naming them."""
         text = str(getattr(value, "value", value)).upper()
         try:
             return cls(text)
         except ValueError:
             known = ", ".join(s.value for s in cls)
-            raise ValueError(f"unknown Ray job status {value!r} (known: {known})") from None
+            raise UsageError(f"unknown Ray job status {value!r} (known: {known})") from None

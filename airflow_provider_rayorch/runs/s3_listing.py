@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
+from airflow_provider_rayorch.runs.uris import StoreUnreachable
+
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
@@ -78,7 +80,7 @@ def _pages(client: Any, folder: str) -> Iterator[pafs.FileInfo]:
     try:
         yield from _files(bucket, pages)
     except (BotoCoreError, ClientError) as exc:
-        raise OSError(f"listing s3://{bucket}/{prefix}: {exc}") from None
+        raise StoreUnreachable(f"listing s3://{bucket}/{prefix}: {exc}") from None
 
 
 def _files(bucket: str, pages: Any) -> Iterator[pafs.FileInfo]:

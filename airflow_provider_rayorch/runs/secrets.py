@@ -132,15 +132,18 @@ def driver_env(
     return env
 
 
+_JSON_OBJECT = 'give one such as {"key": "value"}'
+
+
 def _parse_object(name: str, text: str | bytes | None) -> dict[str, Any] | None:
     if not text:
         return None
     try:
         value = json.loads(text)
     except ValueError:
-        raise ValueError(f"{name} is not a JSON object") from None
+        raise RunStoreSettingError(f"{name} is not a JSON object: {_JSON_OBJECT}") from None
     if not isinstance(value, dict):
-        raise ValueError(f"{name} is not a JSON object")
+        raise RunStoreSettingError(f"{name} is not a JSON object: {_JSON_OBJECT}")
     return value
 
 

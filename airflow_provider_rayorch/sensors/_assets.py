@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_provider_rayorch.rayorch.errors import UsageError
+
 __all__ = ["end_from_trigger_with_alias", "with_alias_outlet"]
 
 
@@ -36,7 +38,7 @@ def end_from_trigger_with_alias(end_from_trigger: bool | None, alias: str | None
     if not alias:
         return end_from_trigger
     if end_from_trigger:
-        raise ValueError(
+        raise UsageError(
             f"outputs_asset_alias={alias!r} needs end_from_trigger=False (or None): Airflow "
             "3.3 records no asset event for a task its trigger ends, so the sensor resumes "
             "on a worker to attach it (docs/airflow/operators.md, the run sensor)"

@@ -36,6 +36,7 @@ from airflow_provider_rayorch.common.repair import ended_before_commit
 from airflow_provider_rayorch.common.states import JobStatus, with_job_status
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.triggers._task_end import failed_end, judged_end
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ __all__ = ["RayOrchJobTrigger", "RayOrchMicrobatchTrigger"]
 def _positive(name: str, value: float) -> float:
     value = float(value)
     if value <= 0:
-        raise ValueError(f"{name} must be > 0, got {value}")
+        raise UsageError(f"{name} must be > 0 seconds, got {value}")
     return value
 
 
@@ -97,7 +98,10 @@ class RayOrchJobTrigger(BaseTrigger):
     ) -> None:
         super().__init__()
         if not job_id or not run_id or not run_store:
-            raise ValueError("job_id, run_id and run_store are required")
+            raise UsageError(
+                "RayOrchJobTrigger: job_id, run_id and run_store are required, got "
+                f"job_id={job_id!r}, run_id={run_id!r}, run_store={run_store!r}"
+            )
         self.job_id = str(job_id)
         self.run_id = str(run_id)
         self.run_store = str(run_store)
@@ -311,9 +315,12 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
     ) -> None:
         super().__init__()
         if not run_id or not run_store:
-            raise ValueError("run_id and run_store are required")
+            raise UsageError(
+                "RayOrchMicrobatchTrigger: run_id and run_store are required, got "
+                f"run_id={run_id!r}, run_store={run_store!r}"
+            )
         if int(index) < 0:
-            raise ValueError(f"index must be >= 0, got {index}")
+            raise UsageError(f"RayOrchMicrobatchTrigger: index must be >= 0, got {index}")
         self.run_id = str(run_id)
         self.run_store = str(run_store)
         self.index = int(index)

@@ -34,6 +34,7 @@ from airflow_provider_rayorch.assets.watch_state import (
     decode_emitted,
     has_glob_pattern,
 )
+from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.runs.glob_syntax import split_glob_query
 
 if TYPE_CHECKING:
@@ -148,17 +149,17 @@ class NewSourcesProducer(SharedStreamProducer):
 
 def _positive_number(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{name} must be a number of seconds, got {value!r}")
+        raise UsageError(f"{name} must be a number of seconds, got {value!r}")
     if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be > 0 seconds, got {value!r}")
+        raise UsageError(f"{name} must be > 0 seconds, got {value!r}")
     return float(value)
 
 
 def _count(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an int, got {value!r}")
+        raise UsageError(f"{name} must be an int, got {value!r}")
     if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
+        raise UsageError(f"{name} must be >= 1, got {value}")
     return value
 
 
@@ -187,16 +188,16 @@ class RayOrchNewSourcesTrigger(BaseEventTrigger):
     ) -> None:
         super().__init__()
         if not isinstance(uri_glob, str) or not uri_glob.strip():
-            raise ValueError(f"uri_glob must be a non-empty glob URI, got {uri_glob!r}")
+            raise UsageError(f"uri_glob must be a non-empty glob URI, got {uri_glob!r}")
         if not has_glob_pattern(uri_glob):
             path, query = split_glob_query(uri_glob)
             example = f"{path.rstrip('/')}/*.pdf" + (f"?{query}" if query else "")
-            raise ValueError(
+            raise UsageError(
                 f"uri_glob {uri_glob!r} has no glob pattern: name the files to watch, "
                 f"e.g. {example}"
             )
         if not isinstance(asset_name, str) or not asset_name:
-            raise ValueError(
+            raise UsageError(
                 "asset_name must be the name of the Asset this trigger watches for "
                 f"(Asset(name, watchers=[AssetWatcher(...)])), got {asset_name!r}"
             )
@@ -220,7 +221,7 @@ class RayOrchNewSourcesTrigger(BaseEventTrigger):
     def _state(self) -> AsyncStateStore:
         """This asset's accessor among those the triggerer injected."""
         if self.asset_state_store is None:
-            raise RuntimeError(
+            raise UsageError(
                 f"RayOrchNewSourcesTrigger for asset {self.asset_name!r} has no asset state "
                 "store: the triggerer gives one only to a trigger that watches an asset, "
                 "Asset(name, watchers=[AssetWatcher(name=..., trigger=RayOrchNewSourcesTrigger"
@@ -231,7 +232,7 @@ class RayOrchNewSourcesTrigger(BaseEventTrigger):
         try:
             accessor: AsyncStateStore = self.asset_state_store[Asset.ref(name=self.asset_name)]
         except KeyError:
-            raise ValueError(
+            raise UsageError(
                 f"asset_name {self.asset_name!r} is not the asset this trigger watches "
                 f"({self.asset_state_store!r}): pass asset_name=<the watching Asset's name>"
             ) from None

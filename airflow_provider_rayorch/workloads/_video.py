@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from airflow_provider_rayorch.rayorch.errors import RayOrchError
+from airflow_provider_rayorch.rayorch.errors import RayOrchError, UsageError
 from airflow_provider_rayorch.workloads._deps import require
 
 if TYPE_CHECKING:
@@ -179,7 +179,7 @@ def find_cuts(
 def spans_fixed(duration_s: float, clip_s: float) -> list[tuple[float, float]]:
     """Consecutive ``clip_s``-long spans covering ``[0, duration_s)``; the last may be short."""
     if clip_s <= 0:
-        raise ValueError("clip_s must be positive")
+        raise UsageError(f"spans_fixed: clip_s must be positive (seconds), got {clip_s!r}")
     count = max(1, int(np.ceil(duration_s / clip_s - 1e-9)))
     return [(i * clip_s, min((i + 1) * clip_s, duration_s)) for i in range(count)]
 
@@ -193,7 +193,7 @@ def sample_frames(
     array of shape ``(n, height, width, 3)``.
     """
     if count < 1:
-        raise ValueError("count must be at least 1")
+        raise UsageError(f"sample_frames: count must be at least 1, got {count!r}")
     container = _open(path)
     try:
         stream = container.streams.video[0]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.rayorch.outcomes import GroupFailure, RecordFailure
 from airflow_provider_rayorch.workloads._ocr import OcrEngine, crop_quad, reading_order
 from airflow_provider_rayorch.workloads._pdf import (
@@ -81,7 +82,9 @@ class RenderPage:
         self, dpi: float = 150.0, blank_ink: float = 1e-4, on_bad_page: BadPage = "fail"
     ) -> None:
         if on_bad_page not in ("fail", "skip"):
-            raise ValueError(f"on_bad_page must be 'fail' or 'skip', not {on_bad_page!r}")
+            raise UsageError(
+                f"RenderPage: on_bad_page must be 'fail' or 'skip', not {on_bad_page!r}"
+            )
         self.dpi = dpi
         self.blank_ink = blank_ink
         self.on_bad_page = on_bad_page

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import airflow_provider_rayorch.rayorch as ro
+from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.workloads._options import check_stages, parse_options, stage_options
 from airflow_provider_rayorch.workloads.document_stages import (
     AssembleDocument,
@@ -60,9 +61,9 @@ class DocumentOptions:
 
     def __post_init__(self) -> None:
         if self.on_bad_page not in ("fail", "skip"):
-            raise ValueError(f"on_bad_page must be 'fail' or 'skip', not {self.on_bad_page!r}")
+            raise UsageError(f"on_bad_page must be 'fail' or 'skip', not {self.on_bad_page!r}")
         if self.dpi <= 0:
-            raise ValueError(f"dpi must be positive, not {self.dpi!r}")
+            raise UsageError(f"dpi must be positive, not {self.dpi!r}")
 
 
 class DocumentPipeline(ro.Pipeline):

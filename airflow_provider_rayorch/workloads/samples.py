@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from airflow_provider_rayorch.workloads._deps import require
+from airflow_provider_rayorch.workloads._pdf import PdfError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -104,11 +105,11 @@ def _draw_line(raw: Any, pdf: Any, page: Any, text: str, size: float, x: float, 
     """Put one line of ``text`` on ``page`` with its baseline starting at (``x``, ``y``)."""
     obj = raw.FPDFPageObj_NewTextObj(pdf.raw, b"Helvetica-Bold", float(size))
     if not obj:
-        raise RuntimeError("PDFium could not create a Helvetica-Bold text object")
+        raise PdfError("PDFium could not create a Helvetica-Bold text object")
     wide = ctypes.create_string_buffer((text + "\0").encode("utf-16-le"))
     if not raw.FPDFText_SetText(obj, ctypes.cast(wide, ctypes.POINTER(raw.FPDF_WCHAR))):
         raw.FPDFPageObj_Destroy(obj)
-        raise RuntimeError(f"PDFium could not set the text {text!r}")
+        raise PdfError(f"PDFium could not set the text {text!r}")
     raw.FPDFPageObj_Transform(obj, 1, 0, 0, 1, x, y)
     raw.FPDFPage_InsertObject(page.raw, obj)  # the page owns the object from here on
 

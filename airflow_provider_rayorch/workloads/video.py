@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import airflow_provider_rayorch.rayorch as ro
+from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.workloads._options import check_stages, parse_options, stage_options
 from airflow_provider_rayorch.workloads.video_stages import (
     AssembleVideo,
@@ -70,9 +71,13 @@ class VideoOptions:
 
     def __post_init__(self) -> None:
         if self.split not in ("scene", "fixed"):
-            raise ValueError(f"split must be 'scene' or 'fixed', not {self.split!r}")
+            raise UsageError(f"split must be 'scene' or 'fixed', not {self.split!r}")
         if self.clip_s <= 0 or self.frames_per_clip < 1 or self.max_side < 2:
-            raise ValueError("clip_s must be > 0, frames_per_clip >= 1 and max_side >= 2")
+            raise UsageError(
+                "clip_s must be > 0, frames_per_clip >= 1 and max_side >= 2; got "
+                f"clip_s={self.clip_s!r}, frames_per_clip={self.frames_per_clip!r}, "
+                f"max_side={self.max_side!r}"
+            )
 
 
 def attach_captions(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING, Any, Literal
 
+from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.rayorch.outcomes import RecordFailure
 from airflow_provider_rayorch.workloads._video import (
     VideoError,
@@ -49,7 +50,7 @@ class SplitVideo:
         max_clip_s: float | None = None,
     ) -> None:
         if mode not in ("scene", "fixed"):
-            raise ValueError(f"mode must be 'scene' or 'fixed', not {mode!r}")
+            raise UsageError(f"SplitVideo: mode must be 'scene' or 'fixed', not {mode!r}")
         self.mode = mode
         self.clip_s = clip_s
         self.cut_threshold = cut_threshold

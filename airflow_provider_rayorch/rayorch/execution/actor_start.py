@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import UsageError
+
 __all__ = [
     "DEFAULT_ACTOR_START_RETRIES",
     "StartBudget",
@@ -39,7 +41,10 @@ class StartBudget:
 
     def __init__(self, retries: int = DEFAULT_ACTOR_START_RETRIES) -> None:
         if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
-            raise ValueError(f"actor_start_retries must be an int >= 0, got {retries!r}")
+            raise UsageError(
+                f"actor_start_retries must be an int >= 0 (the actor starts a pool may retry), "
+                f"got {retries!r}"
+            )
         self.retries = retries
         self._in_a_row: dict[int, int] = {}
         #: Start failures of every pool so far (for metrics).

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import ray
 from ray.exceptions import RayActorError
 
-from ..errors import ExecutionError
+from ..errors import ExecutionError, UsageError
 from ..runtime.events import (
     BatchFinished,
     BatchRaised,
@@ -87,8 +87,9 @@ class RayBackend:
         #: Let pools wait for resources the cluster does not have yet (autoscaling).
         self.wait_for_resources = wait_for_resources
         if actor_start_concurrency is not None and actor_start_concurrency < 1:
-            raise ValueError(
-                f"actor_start_concurrency must be at least 1, got {actor_start_concurrency}"
+            raise UsageError(
+                f"RayBackend(actor_start_concurrency={actor_start_concurrency!r}): give at least "
+                "1 (how many actors start at once), or None for no limit"
             )
         self.pools = ActorPools(
             plan,

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import RayOrchError
 from ..outcomes import GroupFailure, RecordFailure
 from ..plain_text import strip_ansi
 from .portable import unsendable_rows
@@ -65,8 +66,8 @@ def run_batch(
     return BatchOutcome(rows=unsendable_rows(rows, name), busy_s=busy)
 
 
-class _Shape(Exception):
-    pass
+class _Shape(RayOrchError):
+    """A batch's results do not have the shape its Call declares (caught in this module)."""
 
 
 def _as_list(value: Any, what: str) -> list[Any]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ExecutionError
+from ..errors import ExecutionError, UsageError
 from .admission import Admission, check_columns, check_limits, layout
 from .events import (
     Abort,
@@ -129,7 +129,10 @@ class Core:
         elif kind is WorkerLost:
             self._on_worker_lost(event)  # type: ignore[arg-type]
         else:
-            raise TypeError(f"not a core event: {event!r}")
+            raise UsageError(
+                f"Core.handle got {event!r}, which is not a core event: pass a WorkerAdded, "
+                "WorkerLost, BatchFinished, BatchRaised or BatchRejected"
+            )
         return self._end()
 
     def validate(self) -> None:

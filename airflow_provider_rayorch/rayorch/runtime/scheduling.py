@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidTransition
+from ..errors import InvalidTransition, UsageError
 from .events import Command, Dispatch, WorkerAdded, WorkerLost
 from .state import BatchRecord, HostState, WorkerState
 
@@ -169,11 +169,17 @@ class Scheduler:
     # -- workers -------------------------------------------------------------------------
     def add_worker(self, event: WorkerAdded) -> None:
         if event.worker in self.workers:
-            raise ValueError(f"worker {event.worker!r} is already registered")
+            raise UsageError(
+                f"WorkerAdded: worker {event.worker!r} is already registered; give each worker "
+                "its own id (a WorkerLost first frees one)"
+            )
         pool = self.pools[event.module]
         capacity = pool.capacity if event.capacity is None else event.capacity
         if capacity < 1:
-            raise ValueError(f"worker {event.worker!r}: capacity must be >= 1, got {capacity}")
+            raise UsageError(
+                f"WorkerAdded: worker {event.worker!r} has capacity {capacity}; give 1 or more "
+                "(batches it may hold at once)"
+            )
         if event.host is None:
             host = HostState()
         else:

@@ -7,6 +7,7 @@ import os
 import tempfile
 from collections import OrderedDict
 
+from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.workloads._deps import MissingModelError
 from airflow_provider_rayorch.workloads.document_stages import AssembleDocument
 
@@ -40,7 +41,10 @@ class SourceFiles:
         if isinstance(source, str | os.PathLike):
             return os.fspath(source)
         if not isinstance(source, bytes | bytearray | memoryview):
-            raise TypeError(f"unsupported PDF source of type {type(source).__name__}")
+            raise UsageError(
+                f"unsupported PDF source of type {type(source).__name__}: a source row is a "
+                "path or the PDF's bytes"
+            )
         data = bytes(source)
         key = hashlib.blake2b(data, digest_size=16).hexdigest()
         if key in self._paths:

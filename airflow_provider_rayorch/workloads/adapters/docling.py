@@ -17,6 +17,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import airflow_provider_rayorch.rayorch as ro
+from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.rayorch.outcomes import RecordFailure
 from airflow_provider_rayorch.workloads._deps import require
 from airflow_provider_rayorch.workloads.adapters._common import AssembleMarkdown, require_model_dir
@@ -62,7 +63,10 @@ class DoclingPages:
             return os.fspath(source)
         if isinstance(source, bytes | bytearray | memoryview):
             return self._stream(name="document.pdf", stream=io.BytesIO(bytes(source)))
-        raise TypeError(f"unsupported PDF source of type {type(source).__name__}")
+        raise UsageError(
+            f"unsupported PDF source of type {type(source).__name__}: a source row is a "
+            "path or the PDF's bytes"
+        )
 
     def run(self, pages: Sequence[int], sources: Sequence[object]) -> list[Any]:
         out: list[Any] = []

@@ -18,6 +18,7 @@ from airflow.triggers.base import BaseEventTrigger
 from airflow.triggers.shared_stream import AdvanceItem, AdvanceOutcome, SharedStreamManager
 
 from airflow_provider_rayorch.assets.watch_state import COMMITTED_KEY, EMITTED_KEY
+from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.triggers import sources
 from airflow_provider_rayorch.triggers.sources import NewSourcesProducer, RayOrchNewSourcesTrigger
 
@@ -334,7 +335,7 @@ def test_run_yields_events_and_keeps_the_watermark_in_the_asset_state_store(
 
 def test_run_outside_an_asset_watcher_says_what_is_missing(tmp_path: Path) -> None:
     t = _trigger(tmp_path)
-    with pytest.raises(RuntimeError, match=r"asset state store.*AssetWatcher"):
+    with pytest.raises(UsageError, match=r"asset state store.*AssetWatcher"):
         asyncio.run(anext(t.run()))
 
 

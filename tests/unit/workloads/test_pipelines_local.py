@@ -79,9 +79,9 @@ def test_bad_page_policy(bad_page_pdf: bytes, on_bad_page: str, expected: str) -
 
 
 def test_document_options_are_checked() -> None:
-    with pytest.raises(TypeError, match=r"unknown option.*dpix"):
+    with pytest.raises(ro.UsageError, match=r"unknown option.*dpix"):
         DocumentPipeline(dpix=100)
-    with pytest.raises(TypeError, match="unknown stage"):
+    with pytest.raises(ro.UsageError, match="unknown stage"):
         DocumentPipeline(ray_options={"ocr": {"num_cpus": 1}})
     with pytest.raises(ValueError, match="on_bad_page"):
         DocumentPipeline(on_bad_page="ignore")
@@ -126,7 +126,7 @@ def test_video_fixed_split_and_all_static(cut_video: Path, tmp_path: Path) -> No
 
 
 def test_video_options_are_checked() -> None:
-    with pytest.raises(TypeError, match="unknown option"):
+    with pytest.raises(ro.UsageError, match="unknown option"):
         VideoPipeline(fps=3)
     with pytest.raises(ValueError, match="split"):
         VideoPipeline(split="shots")

@@ -400,14 +400,14 @@ def test_losing_an_unknown_worker_is_ignored() -> None:
 
 def test_adding_a_worker_twice_is_an_error() -> None:
     core, _ = make(Flat(), ["a"])
-    with pytest.raises(ValueError, match="already registered"):
+    with pytest.raises(ro.UsageError, match="already registered"):
         core.handle(WorkerAdded("w1", 0, 1))
     finish(core, 1, ["A"])
 
 
-def test_unknown_event_is_a_type_error() -> None:
+def test_unknown_event_is_a_usage_error() -> None:
     core, _ = make(Flat(), ["a"])
-    with pytest.raises(TypeError, match="not a core event"):
+    with pytest.raises(ro.UsageError, match="not a core event"):
         core.handle("finished")  # type: ignore[arg-type]
     finish(core, 1, ["A"])
 
