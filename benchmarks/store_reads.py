@@ -17,7 +17,7 @@ import tempfile
 import time
 from typing import TYPE_CHECKING
 
-from airflow_provider_rayorch.reports.state import read_run_state
+from airflow_provider_rayorch.runs.run_state import read_run_state
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore, read_summary_outputs
 
 if TYPE_CHECKING:

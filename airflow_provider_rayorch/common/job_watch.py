@@ -5,16 +5,16 @@ The operator, both sensors and both triggers wait for the same thing, so the rul
 for "is it over, and did it work" lives in the pure :func:`observe`; the thin drivers
 :class:`JobWatch` (sync: operator, sensors) and its ``alook`` (async: triggers, the
 store read off the event loop) only fetch the two inputs. Reading the job retries
-transient Jobs-API errors within the provider's one budget (:mod:`.polling`), and a
-RUNNING job is recorded in the run store (:mod:`.liveness`) wherever it is seen.
+transient Jobs-API errors within the provider's one budget (:mod:`.polling`); the
+watch writes nothing (the driver records the run's state).
 
 The rule. Watching a run: the watch ends when the job ends; the run succeeded when
 the job did not report a failure (SUCCEEDED, or MISSING: the head that ran it is
 gone and the manifest is the only witness left) and a run manifest exists; a caller
 whose manifest may predate the job (the operator: its try may be a repair) trusts
 only SUCCEEDED. A run
-manifest is written by a driver that completed, so its ``job_status`` is SUCCEEDED
-unless it says otherwise (:func:`common.states.with_job_status`). Watching one
+manifest's ``job_status`` is the status the watch read
+(:func:`common.states.with_job_status`). Watching one
 microbatch: it ends as soon as that microbatch's manifest commits, or when the job
 ends without it.
 """
@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_rayorch.common.liveness import record_running
 from airflow_provider_rayorch.common.polling import acall_with_retries, call_with_retries
 from airflow_provider_rayorch.common.states import JobStatus, with_job_status
 
@@ -98,7 +97,7 @@ def observe(
         return JobObservation(status, committed, manifest, ended, done, "" if done else message)
     if status is None or status.is_active:
         return JobObservation(status, committed, None, False, False, message)
-    manifest = with_job_status(facts.manifest) if facts.manifest is not None else None
+    manifest = with_job_status(facts.manifest, status) if facts.manifest is not None else None
     trusted = (
         (JobStatus.SUCCEEDED,) if job_must_succeed else (JobStatus.SUCCEEDED, JobStatus.MISSING)
     )
@@ -147,10 +146,7 @@ class JobWatch:
 
     def _after_read(self, raw: Any) -> tuple[JobStatus, str]:
         self.last_read = raw
-        status, message = job_reading(raw, str(self.job_id))
-        if status is JobStatus.RUNNING and self.job_id:
-            record_running(self.store, self.run_id, self.job_id, log=self.log)
-        return status, message
+        return job_reading(raw, str(self.job_id))
 
     def look(self) -> JobObservation:
         """One look (sync): the microbatch's manifest first, then the job, then the store."""

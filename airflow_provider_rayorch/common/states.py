@@ -21,6 +21,7 @@ __all__ = [
     "RUN_ID_KEY",
     "RUN_STORE_KEY",
     "SUMMARY_KEY",
+    "UNKNOWN_JOB_STATUS",
     "JobStatus",
     "with_job_status",
 ]
@@ -37,7 +38,15 @@ SUMMARY_KEY = "rayorch_summary"
 LOCAL_HEAD_KEY = "rayorch_local_head"
 
 
-def with_job_status(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """A run summary with its ``job_status``: a run manifest is written by a driver that
-    completed, so its job SUCCEEDED unless the manifest says otherwise."""
-    return {**summary, "job_status": summary.get("job_status") or JobStatus.SUCCEEDED.value}
+#: A summary's ``job_status`` when nobody read the job's status.
+UNKNOWN_JOB_STATUS = "UNKNOWN"
+
+
+def with_job_status(
+    summary: Mapping[str, Any], job_status: JobStatus | str | None = None
+) -> dict[str, Any]:
+    """A summary with its ``job_status``: its own, else the one the caller read
+    (``job_status``), else ``UNKNOWN``; never a status nobody read."""
+    own = summary.get("job_status")
+    read = None if job_status is None else str(getattr(job_status, "value", job_status))
+    return {**summary, "job_status": own or read or UNKNOWN_JOB_STATUS}

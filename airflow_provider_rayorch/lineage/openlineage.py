@@ -166,6 +166,17 @@ def written_rows(summary: Mapping[str, Any] | None) -> int | None:
     return None if total is None else int(total)
 
 
+def _ended(store: RunStore, run_id: str) -> dict[str, Any] | None:
+    """The run's end as :func:`~airflow_provider_rayorch.runs.run_state.read_run_state`
+    reads it (``job_status`` and why), None while it runs or once it succeeded."""
+    from airflow_provider_rayorch.runs.run_state import read_run_state
+
+    state = read_run_state(store, run_id)
+    if state.state not in ("failed", "not_started", "stopped"):
+        return None
+    return {"job_status": state.job_status, "message": state.message}
+
+
 def _output(store: RunStore, run_id: str, summary: Mapping[str, Any] | None, manifest: Any) -> Any:
     from airflow.providers.common.compat.openlineage.facet import (
         OutputDataset,
@@ -214,7 +225,7 @@ def operator_lineage(
     payload = run_facet_payload(run_id=run_id, summary=summary, plan=plan, microbatch=microbatch)
     run_facets: dict[str, Any] = {FACET_KEY: run_facet_class()(**payload)}
     if failed:
-        message = error_message(summary, store.read_job_state(run_id))
+        message = error_message(summary, _ended(store, run_id))
         if message is None and plan is None:
             message = (
                 f"RayOrch run {run_id} was never submitted: the task failed before writing "

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import AssetAlias, BaseOperator
 from airflow.sdk.configuration import conf
 
-from airflow_provider_rayorch.common.liveness import record_running, record_stopped
+from airflow_provider_rayorch.common.liveness import record_stopped
 from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.repair import RepairMode
 from airflow_provider_rayorch.common.run_ids import run_id_from_context
@@ -23,12 +23,12 @@ from airflow_provider_rayorch.common.states import (
     CONN_ID_KEY,
     RUN_ID_KEY,
     RUN_STORE_KEY,
-    JobStatus,
 )
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook, mask_secrets
 from airflow_provider_rayorch.links.rayorch import RayJobLink
 from airflow_provider_rayorch.links.report import RayOrchReportLink
 from airflow_provider_rayorch.operators import _common
+from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.runs.secrets import driver_env, ray_init_secrets
 
 if TYPE_CHECKING:
@@ -95,13 +95,13 @@ class RunTask(BaseOperator):
             kwargs["outlets"] = outlets
         super().__init__(**kwargs)
         if not 0.0 <= float(max_failed_ratio) <= 1.0:
-            raise ValueError(f"max_failed_ratio must be within [0, 1], got {max_failed_ratio}")
+            raise UsageError(f"max_failed_ratio must be within [0, 1], got {max_failed_ratio}")
         if input_batch_size is not None and int(input_batch_size) < 1:
-            raise ValueError(f"input_batch_size must be >= 1, got {input_batch_size}")
+            raise UsageError(f"input_batch_size must be >= 1, got {input_batch_size}")
         if backend not in ("ray", "local"):
-            raise ValueError(f"backend must be 'ray' or 'local', got {backend!r}")
+            raise UsageError(f"backend must be 'ray' or 'local', got {backend!r}")
         if on_plan_change not in ("fail", "replace"):
-            raise ValueError(f"on_plan_change must be 'fail' or 'replace', got {on_plan_change!r}")
+            raise UsageError(f"on_plan_change must be 'fail' or 'replace', got {on_plan_change!r}")
         self.pipeline = _common.pipeline_spec(pipeline)
         self.pipeline_kwargs = dict(pipeline_kwargs or {})
         self.sources = sources
@@ -241,8 +241,6 @@ class RunTask(BaseOperator):
         status = self._retrying(
             lambda: self.poll_hook.get_job_status(job_id), f"reading job {job_id}"
         )
-        if JobStatus.parse(status) is JobStatus.RUNNING:
-            record_running(self._store(), self._run_id(context), job_id, log=self.log)
         return str(status)
 
     # -- kill ----------------------------------------------------------------------------

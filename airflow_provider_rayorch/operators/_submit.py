@@ -3,8 +3,9 @@
 The submission id is derived from the run id and try number, so a submit is safe to
 repeat: after no answer or a 5xx the hook asks whether Ray has the job, and a retry
 submits again only when it has not (issue 19). An active job of the same run is
-attached to instead. A submit that failed is recorded in the run store
-(``NOT_STARTED``), a submitted job as ``RUNNING``.
+attached to instead. A submitted job is recorded in the run store's job-state record
+(``RUNNING``); a submit that failed there (``NOT_STARTED``) and in the run-state
+record (the job never started its driver, :mod:`..runs.run_state`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import shlex
 import time
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_rayorch.common.liveness import record_running
+from airflow_provider_rayorch.common.liveness import record_submitted
 from airflow_provider_rayorch.common.run_ids import submission_id
 from airflow_provider_rayorch.common.states import (
     JOB_ID_KEY,
@@ -54,12 +55,16 @@ class JobSubmitting:
         except RayOrchClusterError as exc:  # the job never started: say so in the run store
             self._record_job_state(run_id, JobStatus.NOT_STARTED, f"submit failed: {exc}")
             raise
-        record_running(self._store(), run_id, job_id, log=self.log, force=True)
+        record_submitted(self._store(), run_id, job_id, log=self.log)
         return job_id
 
     def _record_job_state(self, run_id: str, status: JobStatus, message: str) -> None:
+        """Record ``status`` (a job that never started) and why; never raises."""
+        from airflow_provider_rayorch.runs.run_state import record_not_started
+
         try:
             self._store().write_job_state(run_id, status.value, message)
+            record_not_started(self._store(), run_id, message)
         except Exception as exc:  # the record helps the UI; it must not hide the real error
             self.log.warning("could not record job state %s of run %s: %s", status, run_id, exc)
 

@@ -33,6 +33,7 @@ from airflow_provider_rayorch.operators._job_wait import JobWaiting, execution_t
 from airflow_provider_rayorch.operators._run_task import RunTask
 from airflow_provider_rayorch.operators._submit import JobSubmitting
 from airflow_provider_rayorch.rayorch.errors import StoreError
+from airflow_provider_rayorch.runs.run_state import recorded_job_status
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger
 
 if TYPE_CHECKING:
@@ -203,7 +204,8 @@ class RayOrchOperator(JobSubmitting, JobWaiting, ResumableJobMixin, RunTask):
             message = f"job {external_id} ended without a run manifest for run {run_id}"
             self._record_job_state(run_id, JobStatus.FAILED, message)
             raise RayOrchJobFailed(message)
-        self._result = self.finish(with_job_status(summary), context)
+        status = recorded_job_status(self._store(), run_id)
+        self._result = self.finish(with_job_status(summary, status), context)
         return self._result
 
     def execute_complete(self, context: Context, event: Mapping[str, Any] | None = None) -> Any:

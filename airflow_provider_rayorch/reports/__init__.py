@@ -14,9 +14,10 @@ package imports neither airflow nor ray.
 
 from __future__ import annotations
 
+from airflow_provider_rayorch.runs.run_state import STALE_AFTER, RunState, read_run_state
+
 from .model import ReportData, ReportDataError
 from .page import SourceForm
-from .state import STALE_AFTER, RunState, read_run_state
 from .writer import (
     DATA_NAME,
     REPORT_NAME,

@@ -10,21 +10,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from airflow_provider_rayorch.rayorch.summary import summary_state
 from airflow_provider_rayorch.runs.attempts import read_repairs
 from airflow_provider_rayorch.runs.driver_log import driver_log_names, driver_log_uri
+from airflow_provider_rayorch.runs.history import AttemptRow, attempt_rows
+from airflow_provider_rayorch.runs.run_state import RunState, read_run_state
 from airflow_provider_rayorch.runs.uris import fs_path, join_uri
-
-from .history import AttemptRow, attempt_rows
-from .state import (
-    RunFacts,
-    RunState,
-    current_manifest_state,
-    decide_state,
-    last_write,
-    read_job_record,
-    with_note,
-)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -213,20 +203,8 @@ def load_run(
     run = store.read_run_manifest(run_id)
     if run is not None:
         view.elapsed_s = float(run.get("elapsed_s") or 0.0)
-    # every microbatch committed, the run manifest not written yet: the run's state is
-    # already decided by its counts
-    all_committed = plan is not None and all(mb.committed for mb in view.microbatches)
-    record, unreadable = read_job_record(store, run_id)
-    facts = RunFacts(
-        has_plan=plan is not None,
-        manifest_state=current_manifest_state(run, list(manifests.values())),
-        all_committed_state=summary_state(counts, plan.max_failed_ratio)
-        if plan is not None and all_committed
-        else None,
-        job_state=record,
-        last_write=last_write(store, run_id),
-    )
-    apply_state(view, with_note(decide_state(facts, now=now), unreadable))
+    state = read_run_state(store, run_id, now=now, manifests=list(manifests.values()))
+    apply_state(view, state)
     view.attempts = attempt_rows(manifests, read_repairs(store, run_id))
     view.driver_logs = [
         (name, driver_log_uri(store, run_id, name)) for name in driver_log_names(store, run_id)

@@ -1,22 +1,21 @@
 """A report's view of a run from the driver's running aggregate
 (:class:`~airflow_provider_rayorch.runs.aggregate.RunAggregate`): the plan, counts,
 timings and sampled source rows are in memory, so a report reads only the few
-records that do not grow with the run (run manifest, job-state record, repair
+records that do not grow with the run (run manifest, run-state record, repair
 records, the driver logs' names), whatever the number of committed microbatches.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime  # noqa: TC003 (documented signature)
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_rayorch.rayorch.summary import summary_state
 from airflow_provider_rayorch.runs.attempts import read_repairs
 from airflow_provider_rayorch.runs.driver_log import driver_log_names, driver_log_uri
+from airflow_provider_rayorch.runs.history import attempt_rows
+from airflow_provider_rayorch.runs.run_state import read_run_state
 
 from ._data import MAX_SOURCE_ROWS, MicrobatchView, RunView, _times, apply_state, label_rows
-from .history import attempt_rows
-from .state import RunFacts, current_manifest_state, decide_state, read_job_record, with_note
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -57,19 +56,7 @@ def live_view(
         for i, mb in agg.microbatches.items()
         if mb.attempts
     }
-    all_committed = len(agg.microbatches) == len(view.microbatches)
-    record, unreadable = read_job_record(store, run_id)
-    facts = RunFacts(
-        has_plan=True,
-        manifest_state=current_manifest_state(run, list(histories.values())),
-        all_committed_state=summary_state(view.sources, plan.max_failed_ratio)
-        if all_committed
-        else None,
-        job_state=record,
-        # the driver writing this report is the newest fact about its run
-        last_write=agg.last_commit or now or datetime.now(UTC),
-    )
-    apply_state(view, with_note(decide_state(facts, now=now), unreadable))
+    apply_state(view, read_run_state(store, run_id, now=now))
     view.attempts = attempt_rows(histories, read_repairs(store, run_id))
     view.driver_logs = [
         (name, driver_log_uri(store, run_id, name)) for name in driver_log_names(store, run_id)

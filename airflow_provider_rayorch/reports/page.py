@@ -25,8 +25,9 @@ from ._svg import duration, fmt, share
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from airflow_provider_rayorch.runs.history import AttemptRow
+
     from ._data import MicrobatchView, RunView
-    from .history import AttemptRow
     from .model import Plot, ReportData
 
 __all__ = ["ReportPage", "SourceForm", "css", "render_message", "render_report", "render_runs"]

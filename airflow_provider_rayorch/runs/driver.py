@@ -36,10 +36,12 @@ from airflow_provider_rayorch.rayorch import summary as summaries
 from airflow_provider_rayorch.rayorch.errors import DriverError
 from airflow_provider_rayorch.runs.aggregate import RunAggregate
 from airflow_provider_rayorch.runs.commit import commit_microbatch, root_name
+from airflow_provider_rayorch.runs.driver_end import record_stopped, recording_end
 from airflow_provider_rayorch.runs.driver_log import keep_driver_log
 from airflow_provider_rayorch.runs.exit_codes import EXIT_PLAN_CHANGED
 from airflow_provider_rayorch.runs.live_reports import LiveReports, ReportWriter, report_job
 from airflow_provider_rayorch.runs.pipeline_load import build_pipeline, plan_executor
+from airflow_provider_rayorch.runs.run_state import DriverState
 from airflow_provider_rayorch.runs.secrets import (
     run_store_options_from_env,
 )
@@ -207,9 +209,27 @@ def run_plan(
     address: str | None = None,
     report: ReportWriter | None = None,
     on_commit: Callable[[], None] | None = None,
+    state: DriverState | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) one stored plan; returns the run lineage summary. ``on_commit``
-    is called after each commit's lines are printed (the driver's log keeps them)."""
+    is called after each commit's lines are printed (the driver's log keeps them).
+    ``state`` writes the run-state record (default: one of its own, which also
+    records a failure before re-raising it)."""
+    if state is not None:
+        return _run_plan(store, run_id, address, report, on_commit, state)
+    own = DriverState(store, run_id)
+    with recording_end(own):
+        return _run_plan(store, run_id, address, report, on_commit, own)
+
+
+def _run_plan(
+    store: RunStore,
+    run_id: str,
+    address: str | None,
+    report: ReportWriter | None,
+    on_commit: Callable[[], None] | None,
+    state: DriverState,
+) -> dict[str, Any]:
     started = time.monotonic()
     plan = store.read_plan(run_id)
     if plan is None:
@@ -225,6 +245,7 @@ def run_plan(
         )
     committed = store.committed(run_id)
     pending = [d for d in plan.microbatches() if d["index"] not in committed]
+    state.started(len(committed), len(plan.microbatches()))
     _emit(
         "EVENT",
         {
@@ -262,6 +283,7 @@ def run_plan(
                         continue
                     manifest = commit_microbatch(store, plan, mb, root)
                     aggregate.add(manifest)
+                    state.committed()
                     timings.append({"index": mb.index, **dict(getattr(mb, "metrics", {}) or {})})
                     ticker.observe(_grains_dispatched(executor))
                     ticker.committed()
@@ -289,6 +311,7 @@ def run_plan(
                 if report is not None and reports is not None:
                     final = report_job(report, store, run_id, executor, timings, aggregate)
     result = _write_run_manifest(store, plan, run_id, started)
+    state.ended("succeeded", _verdict_line(result))
     if reports is not None and not reports.close(final, FINAL_REPORT_WAIT_S):
         _emit("EVENT", {"event": "report_failed", "error": "the final report did not finish"})
     _emit(
@@ -366,7 +389,11 @@ def main(argv: Sequence[str] | None = None, *, report: ReportWriter | None = Non
     parser.add_argument("--job-id", default=None, help="with --repair: recorded in the history")
     args = parser.parse_args(argv)
     store = RunStore(args.run_store, run_store_options_from_env())
-    with keep_driver_log(store, args.run_id, sys.argv[1:] if argv is None else argv) as log:
+    state = DriverState(store, args.run_id, job_id=args.job_id)
+    argv = sys.argv[1:] if argv is None else argv
+    on_stop = lambda: record_stopped(state)  # noqa: E731
+    with keep_driver_log(store, args.run_id, argv, on_stop=on_stop) as log, recording_end(state):
+        state.started(0, 0, "the driver started")
         try:
             # Inside a Ray job RAY_ADDRESS names the cluster; else the engine starts a local Ray.
             address = args.address or os.environ.get("RAY_ADDRESS") or None
@@ -380,14 +407,29 @@ def main(argv: Sequence[str] | None = None, *, report: ReportWriter | None = Non
                     write_run_manifest=args.write_run_manifest,
                     report=report,
                 )
+                state.ended("succeeded", f"repaired microbatches {args.repair}")
             else:
                 run_plan(
-                    store, args.run_id, address=address, report=report, on_commit=log.copy_soon
+                    store,
+                    args.run_id,
+                    address=address,
+                    report=report,
+                    on_commit=log.copy_soon,
+                    state=state,
                 )
         except DriverError as exc:
             _emit("ERROR", {"message": str(exc), "exit_code": exc.exit_code})
+            state.ended("failed", str(exc))
             return exc.exit_code
     return 0
+
+
+def _verdict_line(result: dict[str, Any]) -> str:
+    src = result["sources"]
+    return (
+        f"{src['total']} sources: {src['present']} present, {src['dropped']} dropped, "
+        f"{src['failed']} failed, {src['suppressed']} suppressed ({result['state']})"
+    )
 
 
 def _write_run_manifest(

@@ -52,7 +52,7 @@ from airflow_provider_rayorch.runs.uris import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
     from types import FrameType
 
     from airflow_provider_rayorch.runs.store import RunStore
@@ -307,10 +307,16 @@ def _copier(log: DriverLog, stop: threading.Event) -> None:
 
 @contextlib.contextmanager
 def keep_driver_log(
-    store: RunStore, run_id: str, argv: Sequence[str] = (), secrets: Sequence[str] | None = None
+    store: RunStore,
+    run_id: str,
+    argv: Sequence[str] = (),
+    secrets: Sequence[str] | None = None,
+    *,
+    on_stop: Callable[[], None] | None = None,
 ) -> Iterator[DriverLog]:
     """Tee this process's stdout and stderr into a :class:`DriverLog` kept in the run
-    store, copied as the module says, and restore the streams at the end."""
+    store, copied as the module says, and restore the streams at the end; ``on_stop``
+    is called at a ``SIGTERM``, before the log is copied."""
     if secrets is None:
         secrets = driver_log_secrets(store.options)
     log = DriverLog(store, run_id, secrets)
@@ -319,7 +325,7 @@ def keep_driver_log(
     sys.stdout, sys.stderr = Tee(out, log), Tee(err, log)
     stop = threading.Event()
     copier = threading.Thread(target=_copier, args=(log, stop), name="rayorch-log", daemon=True)
-    previous = _on_sigterm(log)
+    previous = _on_sigterm(log, on_stop)
     log.copy()
     copier.start()
     try:
@@ -336,7 +342,7 @@ def keep_driver_log(
         log.copy()
 
 
-def _on_sigterm(log: DriverLog) -> Any:
+def _on_sigterm(log: DriverLog, on_stop: Callable[[], None] | None = None) -> Any:
     """On ``SIGTERM`` (Ray stopping the job), copy the log, then die of the signal as
     before. Only from the main thread, and only over the default handler; returns
     the handler to restore (None: none installed)."""
@@ -347,6 +353,8 @@ def _on_sigterm(log: DriverLog) -> Any:
 
     def stopped(signum: int, frame: FrameType | None) -> None:
         log.feed(f"\nstopped: signal {signum} (SIGTERM)\n")
+        if on_stop is not None:
+            on_stop()
         log.copy()
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_rayorch.common.liveness import record_running
+from airflow_provider_rayorch.common.liveness import record_submitted
 from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.repair import may_resume, try_owner
 from airflow_provider_rayorch.common.states import JobStatus
@@ -154,5 +154,5 @@ class RunResume:
             ),
             f"submitting job {job_id}",
         )
-        record_running(self.store, self.run_id, str(submitted), log=self.log, force=True)
+        record_submitted(self.store, self.run_id, str(submitted), log=self.log)
         return str(submitted)

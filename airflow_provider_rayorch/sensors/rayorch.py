@@ -20,6 +20,7 @@ from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded, RayO
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
 from airflow_provider_rayorch.lineage.assets import attach_outputs_event
 from airflow_provider_rayorch.lineage.tasks import MicrobatchLineage, RunLineage
+from airflow_provider_rayorch.runs.run_state import recorded_job_status
 from airflow_provider_rayorch.sensors._assets import (
     end_from_trigger_with_alias,
     with_alias_outlet,
@@ -456,7 +457,7 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
         summary = self._summary()
         if summary is None:
             raise RayOrchJobFailed(f"run {self.run_id} ended without a run manifest")
-        return with_job_status(summary)
+        return with_job_status(summary, recorded_job_status(self._store(), self.run_id))
 
     def execute_complete(
         self, context: Context, event: Mapping[str, Any] | str | None = None
@@ -470,11 +471,12 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
                     f"run {self.run_id} has no run manifest: its trigger ended the task "
                     f"{event} (its log above says why)"
                 )
-            return self._finish(with_job_status(summary), context)
+            status = recorded_job_status(self._store(), self.run_id)
+            return self._finish(with_job_status(summary, status), context)
         if not event or "status" not in event:
             raise RayOrchJobFailed(f"unexpected trigger event {event!r}")
         if summary is None:
             raise self._ended_without_manifest(
                 str(event.get("job_id")), str(event.get("job_status")), str(event.get("message"))
             )
-        return self._finish(with_job_status(summary), context)
+        return self._finish(with_job_status(summary, event.get("job_status")), context)

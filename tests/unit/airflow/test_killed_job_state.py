@@ -1,5 +1,5 @@
-"""A killed task stops its Ray job and says so in the run store: the pages must not call
-the run running until its RUNNING record goes stale (an hour)."""
+"""A killed task stops its Ray job and says so in the run store (the run-state record,
+unless its driver recorded its end): the pages must not call the run running."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from airflow_provider_rayorch.hooks.settings import RayOrchSettings
 from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
-from airflow_provider_rayorch.reports.state import RunFacts, decide_state
+from airflow_provider_rayorch.runs.run_state import read_run_state, write_run_state
 from airflow_provider_rayorch.runs.store import RunStore
 from airflow_provider_rayorch.triggers import rayorch as triggers
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger
@@ -20,8 +20,7 @@ pytestmark = pytest.mark.timeout(30)
 
 
 def _shown(store: RunStore, run_id: str) -> str:
-    facts = RunFacts(has_plan=True, job_state=store.read_job_state(run_id))
-    return decide_state(facts, now=datetime.now(UTC)).state
+    return read_run_state(store, run_id, now=datetime.now(UTC)).state
 
 
 def _operator(tmp_path, stopped: bool) -> RayOrchOperator:
@@ -37,20 +36,22 @@ def _operator(tmp_path, stopped: bool) -> RayOrchOperator:
 
 def test_a_killed_operator_records_its_stopped_job(tmp_path) -> None:
     store = RunStore(str(tmp_path))
-    store.write_job_state("r1", "RUNNING", "Ray job j7 is running")
+    write_run_state(store, "r1", "running")  # the driver's
     assert _shown(store, "r1") == "running"
     _operator(tmp_path, stopped=True).on_kill()
-    record = store.read_job_state("r1")
-    assert record is not None
-    assert (record["job_status"], "j7" in record["message"]) == ("STOPPED", True)
-    assert _shown(store, "r1") != "running"
+    state = read_run_state(store, "r1")
+    assert (state.state, state.job_status, "j7" in (state.message or "")) == (
+        "stopped",
+        "STOPPED",
+        True,
+    )
 
 
 def test_a_job_that_did_not_stop_keeps_its_record(tmp_path) -> None:
     store = RunStore(str(tmp_path))
-    store.write_job_state("r1", "RUNNING", "Ray job j7 is running")
+    write_run_state(store, "r1", "running")
     _operator(tmp_path, stopped=False).on_kill()
-    assert store.read_job_state("r1")["job_status"] == "RUNNING"
+    assert _shown(store, "r1") == "running"
 
 
 def test_a_killed_deferred_operator_records_its_stopped_job(monkeypatch, tmp_path) -> None:
@@ -59,7 +60,6 @@ def test_a_killed_deferred_operator_records_its_stopped_job(monkeypatch, tmp_pat
 
     monkeypatch.setattr(triggers.RayOrchHook, "astop_job", stop)
     store = RunStore(str(tmp_path))
-    store.write_job_state("r1", "RUNNING", "Ray job j7 is running")
+    write_run_state(store, "r1", "running")
     asyncio.run(RayOrchJobTrigger(job_id="j7", run_id="r1", run_store=str(tmp_path)).on_kill())
-    assert store.read_job_state("r1")["job_status"] == "STOPPED"
-    assert _shown(store, "r1") != "running"
+    assert _shown(store, "r1") == "stopped"

@@ -1,4 +1,4 @@
-"""Pollers of a submitted job record RUNNING (issue 12 finding 4 follow-up) and keep
+"""Pollers of a submitted job write nothing while it runs (issue 28) and keep
 transient tolerance from their first request (finding 11 follow-up)."""
 
 from __future__ import annotations
@@ -9,14 +9,12 @@ import json
 import os
 import socket
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from unittest import mock
 
 import pytest
 
 from airflow_provider_rayorch.common import job_watch, polling
-from airflow_provider_rayorch.reports import read_run_state
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 from airflow_provider_rayorch.sensors import rayorch as sensors
 from airflow_provider_rayorch.sensors.rayorch import RayOrchMicrobatchSensor, RayOrchRunSensor
@@ -206,119 +204,63 @@ def test_microbatch_trigger_survives_a_refused_first_request(
     assert waits[0] == 5.0
 
 
-# -- finding 4 follow-up: a job running for hours without a commit reads running ---------
-def _old_run(tmp_path) -> RunStore:
-    """A run whose plan was written two hours ago, nothing committed since."""
+# -- issue 28: the driver owns the run's state; pollers of a running job write nothing ---
+def _planned(tmp_path) -> RunStore:
     store = RunStore(str(tmp_path))
     store.write_plan(
-        PlanRecord(
-            run_id="r",
-            pipeline="pkg.mod:P",
-            fingerprint="f" * 64,
-            sources=["a", "b"],
-            input_batch_size=2,
-        )
+        PlanRecord(run_id="r", pipeline="pkg.mod:P", fingerprint="f" * 64, sources=["a", "b"])
     )
-    old = time.time() - 2 * 3600
-    for root, _, files in os.walk(tmp_path / "r"):
-        for name in files:
-            os.utime(os.path.join(root, name), (old, old))
-    assert read_run_state(store, "r").state == "unknown"  # the rule without a record
     return store
 
 
-def test_microbatch_sensor_records_running_for_a_long_job(tmp_path) -> None:
-    store = _old_run(tmp_path)
-    sensor = RayOrchMicrobatchSensor(
-        task_id="mb",
-        microbatch=MB,
-        run_id="r",
-        run_store=str(tmp_path),
-        job_id="j",
+def _files(tmp_path) -> set[str]:
+    return {name for _, _, names in os.walk(tmp_path / "r") for name in names}
+
+
+def test_sensors_of_a_running_job_write_nothing(tmp_path) -> None:
+    _planned(tmp_path)
+    before = _files(tmp_path)
+    running = mock.MagicMock(**{"get_job_status.return_value": "RUNNING"})
+    microbatch = RayOrchMicrobatchSensor(
+        task_id="mb", microbatch=MB, run_id="r", run_store=str(tmp_path), job_id="j",
         deferrable=False,
-    )
-    sensor.__dict__["hook"] = mock.MagicMock(**{"get_job_status.return_value": "RUNNING"})
-    assert sensor.poke(_ctx()).is_done is False
-    assert read_run_state(store, "r").state == "running"
-
-
-def test_run_sensor_records_running_for_a_long_job(tmp_path) -> None:
-    store = _old_run(tmp_path)
-    sensor = RayOrchRunSensor(
+    )  # fmt: skip
+    run = RayOrchRunSensor(
         task_id="run", run_id="r", run_store=str(tmp_path), job_id="j", deferrable=False
     )
-    sensor.__dict__["hook"] = mock.MagicMock(**{"get_job_status.return_value": "RUNNING"})
-    assert sensor.poke(_ctx()).is_done is False
-    assert read_run_state(store, "r").state == "running"
+    for sensor in (microbatch, run):
+        sensor.__dict__["hook"] = running
+        assert sensor.poke(_ctx()).is_done is False
+    assert _files(tmp_path) == before
 
 
-def test_job_trigger_records_running_for_a_long_job(tmp_path, monkeypatch, late_api) -> None:
-    store = _old_run(tmp_path)
+def test_triggers_of_a_running_job_write_nothing(tmp_path, monkeypatch, late_api) -> None:
+    _planned(tmp_path)
+    before = _files(tmp_path)
     api = late_api("RUNNING")
     api.start()
-    trigger = RayOrchJobTrigger(
-        job_id="j", run_id="r", run_store=str(tmp_path), address=api.address, tail_logs=False
-    )
-    seen: list[str] = []
     real_sleep = asyncio.sleep
+    for trigger in (
+        RayOrchJobTrigger(job_id="j", run_id="r", run_store=str(tmp_path), address=api.address),
+        RayOrchMicrobatchTrigger(
+            run_id="r", run_store=str(tmp_path), index=0, job_id="j", address=api.address
+        ),
+    ):
+        api.status = "RUNNING"
+        seen: list[set[str]] = []
 
-    async def sleep(delay: float) -> None:  # the poll's wait: look, then end the job
-        seen.append(read_run_state(store, "r").state)
-        api.status = "SUCCEEDED"
-        await real_sleep(0)
+        async def sleep(delay: float, seen: list[set[str]] = seen) -> None:
+            seen.append(_files(tmp_path))
+            api.status = "STOPPED"
+            await real_sleep(0)
 
-    monkeypatch.setattr(asyncio, "sleep", sleep)
+        monkeypatch.setattr(asyncio, "sleep", sleep)
 
-    async def first() -> dict:
-        async for event in trigger.run():
-            return dict(event.payload)
-        raise AssertionError("no event")
+        async def first(trigger=trigger) -> dict:
+            async for event in trigger.run():
+                return dict(event.payload)
+            raise AssertionError("no event")
 
-    assert asyncio.run(first())["status"] == "success"
-    assert seen[:1] == ["running"]
-
-
-def test_microbatch_trigger_records_running_for_a_long_job(tmp_path, monkeypatch, late_api) -> None:
-    store = _old_run(tmp_path)
-    api = late_api("RUNNING")
-    api.start()
-    trigger = RayOrchMicrobatchTrigger(
-        run_id="r", run_store=str(tmp_path), index=0, job_id="j", address=api.address
-    )
-    seen: list[str] = []
-    real_sleep = asyncio.sleep
-
-    async def sleep(delay: float) -> None:
-        seen.append(read_run_state(store, "r").state)
-        api.status = "FAILED"
-        await real_sleep(0)
-
-    monkeypatch.setattr(asyncio, "sleep", sleep)
-
-    async def first() -> dict:
-        async for event in trigger.run():
-            return dict(event.payload)
-        raise AssertionError("no event")
-
-    assert asyncio.run(first())["status"] == "error"
-    assert seen[:1] == ["running"]
-
-
-def test_running_is_recorded_at_most_every_few_minutes(tmp_path) -> None:
-    """The throttle is the record's own time: a fresh RUNNING record is not rewritten,
-    an older one (or a damaged one) is."""
-    from datetime import UTC, datetime
-
-    from airflow_provider_rayorch.common.liveness import BEAT_EVERY, record_running
-
-    store = RunStore(str(tmp_path))
-    assert record_running(store, "r", "j") is True
-    assert record_running(store, "r", "j") is False  # fresh: no write
-    record = tmp_path / "r" / "job_state.json"
-    old = datetime.now(UTC) - BEAT_EVERY * 2
-    record.write_text(json.dumps({"job_status": "RUNNING", "message": "", "at": old.isoformat()}))
-    assert record_running(store, "r", "j") is True
-    record.write_text("{not json")
-    assert record_running(store, "r", "j") is True
-    assert store.read_job_state("r")["job_status"] == "RUNNING"
-    assert record_running(store, "r", "j", force=True) is True
+        asyncio.run(first())
+        assert seen, "the trigger never waited"
+        assert seen[0] == before

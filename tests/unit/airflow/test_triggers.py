@@ -8,6 +8,7 @@ import pytest
 from airflow.triggers.base import TaskFailedEvent, TaskSuccessEvent
 
 from airflow_provider_rayorch.exceptions import RayOrchClusterUnavailable
+from airflow_provider_rayorch.runs.run_state import read_run_state
 from airflow_provider_rayorch.runs.store import RunStore
 from airflow_provider_rayorch.triggers import rayorch as triggers
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger, RayOrchMicrobatchTrigger
@@ -317,8 +318,10 @@ def test_job_trigger_with_a_bar_fails_without_a_run_manifest_and_records_why(
     assert isinstance(event, TaskFailedEvent)
     [error] = errors
     assert "Ray job j ended SUCCEEDED without a run manifest for run r: driver exited" in error
-    # a job that succeeded without its manifest is recorded as FAILED, as the sensor does
-    assert RunStore(str(tmp_path)).read_job_state("r")["job_status"] == "FAILED"
+    # a job that ended without its driver recording anything: it never started the driver
+    state = read_run_state(RunStore(str(tmp_path)), "r")
+    assert (state.state, state.job_status) == ("not_started", "NOT_STARTED")
+    assert "Ray job j ended SUCCEEDED" in (state.message or "")
 
 
 def test_triggers_serialize_the_bar_and_whether_they_end_the_task() -> None:

@@ -63,7 +63,8 @@ def test_observe(status, facts, microbatch, ended, succeeded) -> None:
     assert seen.committed == facts.committed
     if succeeded and not microbatch:
         assert seen.manifest is not None
-        assert seen.manifest["job_status"] == "SUCCEEDED"  # common.states.with_job_status
+        # the status read, never SUCCEEDED by default (common.states.with_job_status)
+        assert seen.manifest["job_status"] == status.value
 
 
 @pytest.mark.parametrize(
@@ -113,7 +114,7 @@ def _store(tmp_path, *, committed: int = 0, run_manifest: bool = False) -> RunSt
     return store
 
 
-def test_the_sync_driver_reads_the_job_then_the_store_and_records_running(tmp_path) -> None:
+def test_the_sync_driver_reads_the_job_then_the_store_and_writes_nothing(tmp_path) -> None:
     store = _store(tmp_path, committed=2)
     watch = JobWatch(
         store=store, run_id="r", job_id="j", read_job=lambda: {"status": "RUNNING"},
@@ -121,7 +122,7 @@ def test_the_sync_driver_reads_the_job_then_the_store_and_records_running(tmp_pa
     )  # fmt: skip
     seen = watch.look()
     assert (seen.status, seen.committed, seen.ended) == (S.RUNNING, 2, False)
-    assert (store.read_job_state("r") or {})["job_status"] == "RUNNING"
+    assert store.read_job_state("r") is None  # the driver owns the run's records
     assert watch.last_read == {"status": "RUNNING"}
 
 

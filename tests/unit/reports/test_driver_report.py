@@ -66,18 +66,20 @@ def test_small_run_report_shows_microseconds_of_busy_time(tmp_path: Path) -> Non
 @pytest.mark.usefixtures("examples_importable")
 def test_kept_report_of_a_finished_run_does_not_say_running(tmp_path: Path) -> None:
     """Issue 18 finding 1 on the driver's path: the submit records RUNNING, the driver
-    runs and writes its report; the kept report (and the state) say success only."""
-    from airflow_provider_rayorch.common.liveness import record_running
+    runs and writes its report; the kept report (and the state) say success, as the
+    driver recorded it."""
+    from airflow_provider_rayorch.common.liveness import record_submitted
     from airflow_provider_rayorch.reports import read_run_state
 
     store = _planned(tmp_path, ["a b", "c\fd", "e"])
     job_id = "rayorch-d-t-0123-try1"
-    assert record_running(store, "run", job_id, force=True)  # as the submit does
+    record_submitted(store, "run", job_id)  # as the submit does
     assert driver.run_plan(store, "run", report=job.write_report)["state"] == "success"
     html = read_run_report(store, "run")
     assert html is not None
     assert 'data-state="success"' in html
     assert "RUNNING" not in html
-    assert f"{job_id} is running" not in html
+    assert f"{job_id} submitted" not in html
     state = read_run_state(store, "run")
-    assert (state.state, state.job_status, state.message) == ("success", None, None)
+    assert (state.state, state.job_status) == ("success", "SUCCEEDED")
+    assert state.message == "3 sources: 3 present, 0 dropped, 0 failed, 0 suppressed (success)"

@@ -288,10 +288,10 @@ def test_a_finished_run_never_says_its_job_runs(
     tmp_path: Path, client: Any, monkeypatch: pytest.MonkeyPatch, ratio: float, repaired: bool,
     state: str,
 ) -> None:  # fmt: skip
-    """The submit records RUNNING, the job commits and writes its run manifest (and a
-    poller records RUNNING once more in the job's last seconds): the state, the kept
-    report, the report tab and the runs page say the run's end, none says running."""
-    from airflow_provider_rayorch.common.liveness import record_running
+    """The submit records RUNNING, the job commits and writes its run manifest: the
+    state, the kept report, the report tab and the runs page say the run's end, none
+    says running."""
+    from airflow_provider_rayorch.common.liveness import record_submitted
     from airflow_provider_rayorch.plugins.resolve import RunRef, TaskRun
     from airflow_provider_rayorch.rayorch.summary import run_summary
     from airflow_provider_rayorch.reports import read_run_report, read_run_state
@@ -300,14 +300,13 @@ def test_a_finished_run_never_says_its_job_runs(
 
     job = "rayorch-d-t-0123-try1"
     store = make_run(tmp_path, committed=(), finished=False, max_failed_ratio=ratio)
-    record_running(store, RUN, job, force=True)  # the submit
+    record_submitted(store, RUN, job)  # the submit
     _age(store, hours=0.1)
     make_run(tmp_path, finished=False, max_failed_ratio=ratio)  # the job's commits
     summary = run_summary(store.manifests(RUN), elapsed_s=1.0, run_id=RUN, max_failed_ratio=ratio)
     store.write_run_manifest(RUN, summary)
     timeline, calls, timings = make_timeline()
     write_run_report(store, RUN, timeline, calls, microbatches=timings)  # the driver's last
-    record_running(store, RUN, job, force=True)  # a poller, just before the job exits
     if repaired:  # minutes later, after the job ended
         _age(store, hours=0.05)
         _repair_mb0(store)
@@ -328,4 +327,4 @@ def test_a_finished_run_never_says_its_job_runs(
     assert parse(runs).rows["runs"][1][4] == state
     for html in (kept, tab, runs):
         assert "RUNNING" not in html
-        assert f"{job} is running" not in html
+        assert f"{job} submitted" not in html

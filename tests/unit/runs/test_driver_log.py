@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from airflow_provider_rayorch.runs import driver, driver_log, exit_codes, pipeline_load
+from airflow_provider_rayorch.runs.run_state import read_run_state
 from airflow_provider_rayorch.runs.secrets import RUN_STORE_OPTIONS_ENV
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 from airflow_provider_rayorch.runs.uris import driver_log_parts
@@ -186,3 +187,6 @@ def test_a_stopped_driver_keeps_its_log(tmp_path) -> None:
     text = _stored(store)
     assert "microbatch 1/2 committed" in text
     assert "stopped: signal 15 (SIGTERM)" in text
+    state = read_run_state(store, "run")  # the driver recorded its own end
+    assert (state.state, state.job_status) == ("stopped", "STOPPED")
+    assert "SIGTERM" in (state.message or "")

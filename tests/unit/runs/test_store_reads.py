@@ -7,7 +7,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_rayorch.reports.state import read_run_state
+from airflow_provider_rayorch.runs.run_state import read_run_state
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore, read_summary_outputs
 from benchmarks.store_reads import commit_present_microbatch
 

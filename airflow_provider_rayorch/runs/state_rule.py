@@ -1,14 +1,23 @@
-"""A run's state as every page shows it: one rule, read from the store.
+"""The rule that turns a run's stored facts into the state every surface shows (pure).
 
-Every surface (the kept ``report.html``, the report tabs, the runs page) calls
-:func:`read_run_state`, so they cannot disagree. The newest fact wins: the job-state
-record (``job_state.json``, written at submit and by pollers) is **superseded** by
-any later fact about the run (its plan, a microbatch manifest, the run manifest, a
-repair record) and by a current run manifest whatever its time (the driver writes
-the run manifest last, so a RUNNING or PENDING record next to it only saw the job's
-last seconds). A superseded record shows neither its status nor its message.
+:func:`.run_state.read_run_state` reads the facts and calls :func:`decide_state`.
 
-The rule, first match wins:
+With a run-state record (``run_state.json``, :mod:`.run_state`) that no later submit
+superseded, the record decides:
+
+- ``running``: ``running``; ``failed`` (or ``stopped``) when the caller read the Ray
+  job ended (the driver was killed before recording its end); ``unknown`` once the
+  record is older than :data:`STALE_AFTER` (the driver beats every few minutes);
+- ``succeeded``: the run manifest's verdict (``success`` | ``failed``), or, after a
+  repair since it was written, that of the repaired counts;
+- ``failed``: ``failed`` with its reason, ``not_started`` when no driver ran;
+- ``stopped``: ``stopped``.
+
+Without one (a run store of 0.1.0, or a job submitted after the record), the older
+rule of the job-state record (``job_state.json``, written by the submit) decides,
+first match wins; the newest fact wins, and a job-state record older than any other
+fact about the run (its plan, a manifest, the run manifest, a repair record, the
+run-state record) shows neither its status nor its message:
 
 1. a run manifest exists and no microbatch was repaired after it was written: its
    ``state`` (``success`` | ``failed``); a repair since then lets rule 3 decide by the
@@ -32,11 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
-from airflow_provider_rayorch.common.states import JobStatus
-from airflow_provider_rayorch.rayorch.summary import summary_state
-from airflow_provider_rayorch.runs.store import StoreError
-
-from .history import attempt_rows, repairs_note, stale_run_manifest
+from airflow_provider_rayorch.runs.history import stale_run_manifest
+from airflow_provider_rayorch.runs.job_status import JobStatus
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -51,8 +57,6 @@ __all__ = [
     "current_manifest_state",
     "decide_state",
     "last_write",
-    "read_job_record",
-    "read_run_state",
     "with_note",
     "with_repairs",
 ]
@@ -98,6 +102,10 @@ class RunFacts:
     job_state: Mapping[str, Any] | None = None
     #: Newest modification time of the run's plan, manifests and repair records.
     last_write: datetime | None = None
+    #: The run-state record (``run_state.RunStateRecord``), None without one.
+    run_state: Any = None
+    #: The Ray job's status as the caller just read it, None if it did not.
+    job_status: Any = None
 
 
 def _parse_at(value: Any) -> datetime | None:
@@ -121,6 +129,8 @@ def decide_state(
 ) -> RunState:
     """Apply the module's rule to ``facts`` as of ``now`` (default: the current time)."""
     now = now or datetime.now(UTC)
+    if facts.run_state is not None and not _submitted_since(facts):
+        return _from_run_state(facts, now, stale_after)
     record = facts.job_state or {}
     status: JobStatus | None = None
     if record.get("job_status"):
@@ -165,6 +175,60 @@ def decide_state(
     return RunState("running", job, live_message, as_of)
 
 
+def _submitted_since(facts: RunFacts) -> bool:
+    """The job-state record says a job was submitted after the run-state record."""
+    record = facts.job_state or {}
+    at, written = _parse_at(record.get("at")), facts.run_state.at
+    return (
+        record.get("job_status") in (JobStatus.RUNNING.value, JobStatus.PENDING.value)
+        and at is not None
+        and written is not None
+        and at > written + _CLOCK_SLACK
+    )
+
+
+def _status(value: Any) -> JobStatus | None:
+    try:
+        return None if value is None else JobStatus.parse(value)
+    except ValueError:
+        return None
+
+
+def _from_run_state(facts: RunFacts, now: datetime, stale_after: timedelta) -> RunState:
+    record = facts.run_state
+    as_of, reason = record.at, record.reason or None
+    if record.state == "stopped":
+        return RunState("stopped", JobStatus.STOPPED.value, reason, as_of)
+    if record.state == "failed":
+        if not record.driver_started:
+            return RunState("not_started", JobStatus.NOT_STARTED.value, reason, as_of)
+        return RunState("failed", JobStatus.FAILED.value, reason, as_of)
+    done = facts.manifest_state or facts.all_committed_state
+    if record.state == "succeeded":
+        if done is not None:
+            return RunState(done, JobStatus.SUCCEEDED.value, reason, as_of)
+        note = "the driver ended without committing every microbatch"
+        return RunState("unknown", JobStatus.SUCCEEDED.value, reason or note, as_of)
+    job = _status(facts.job_status)
+    if job is not None and job.is_terminal:
+        if job is JobStatus.SUCCEEDED and done is not None:
+            return RunState(done, job.value, reason, as_of)
+        why = (
+            f"the Ray job ended {job.value} while its driver's record still said running: "
+            "the driver was killed or its node was lost before recording its end"
+        )
+        ended = "stopped" if job is JobStatus.STOPPED else "failed"
+        return RunState(ended, job.value, why, as_of)
+    if as_of is not None and now - as_of > stale_after:
+        note = (
+            f"the driver recorded nothing since {as_of:%Y-%m-%d %H:%M} UTC "
+            f"({_ago(now - as_of)} ago) though it writes every few minutes: it may have "
+            "ended without recording it. Check the task's log or the Ray dashboard."
+        )
+        return RunState("unknown", None, note, as_of)
+    return RunState("running", JobStatus.RUNNING.value, reason, as_of)
+
+
 #: Files that are no fact about the run's progress: the record carries its own time, and
 #: a report is rewritten whenever anyone renders one (a refused repair, for example).
 _NOT_FACTS = ("job_state.json", "report.")
@@ -183,14 +247,6 @@ def last_write(store: RunStore, run_id: str) -> datetime | None:
                 mtime = info.mtime
                 times.append(mtime if mtime.tzinfo else mtime.replace(tzinfo=UTC))
     return max(times) if times else None
-
-
-def read_job_record(store: RunStore, run_id: str) -> tuple[dict[str, Any] | None, str | None]:
-    """The job-state record, or None and why when it is damaged (it must not hide the run)."""
-    try:
-        return store.read_job_state(run_id), None
-    except StoreError as exc:
-        return None, str(exc)
 
 
 def with_note(state: RunState, note: str | None) -> RunState:
@@ -213,34 +269,3 @@ def current_manifest_state(
     if run_manifest is None or stale_run_manifest(run_manifest, manifests):
         return None
     return str(run_manifest.get("state", "success"))
-
-
-def read_run_state(store: RunStore, run_id: str, *, now: datetime | None = None) -> RunState:
-    """The state of one run, from its run manifest, job-state record, plan and manifests;
-    a repaired run's message names its repairs."""
-    from airflow_provider_rayorch.runs.attempts import read_repairs
-
-    manifest = store.read_run_manifest(run_id)
-    plan = store.read_plan(run_id)
-    repairs = read_repairs(store, run_id)
-    # an unrepaired finished run needs no manifest read (the runs page lists many)
-    manifests = store.manifests(run_id) if manifest is None or repairs else []
-    manifest_state = current_manifest_state(manifest, manifests)
-    all_committed = None
-    if manifest_state is None and plan is not None and len(manifests) >= len(plan.microbatches()):
-        counts: dict[str, int] = {}
-        for m in manifests:
-            for key, value in (m.get("sources") or {}).items():
-                counts[key] = counts.get(key, 0) + int(value)
-        all_committed = summary_state(counts, plan.max_failed_ratio)
-    record, unreadable = read_job_record(store, run_id)
-    facts = RunFacts(
-        has_plan=plan is not None,
-        manifest_state=manifest_state,
-        all_committed_state=all_committed,
-        job_state=record,
-        last_write=last_write(store, run_id),
-    )
-    by_index = {int(m["microbatch"]["index"]): m for m in manifests}
-    note = repairs_note(attempt_rows(by_index, repairs)) if repairs else None
-    return with_repairs(with_note(decide_state(facts, now=now), unreadable), note)

@@ -1,4 +1,4 @@
-"""The run-state rule of reports.state, case by case (pure: facts and a clock in)."""
+"""The run-state rule of runs.state_rule, case by case (pure: facts and a clock in)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_provider_rayorch.reports.state import STALE_AFTER, RunFacts, decide_state
+from airflow_provider_rayorch.runs.state_rule import STALE_AFTER, RunFacts, decide_state
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 RECENT = NOW - timedelta(minutes=5)

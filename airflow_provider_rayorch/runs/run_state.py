@@ -1,0 +1,335 @@
+"""The run-state record (``<run>/run_state.json``) and the one function that reads a
+run's state: :func:`read_run_state`.
+
+The record says whether the run is ``running``, ``succeeded``, ``failed`` or
+``stopped``, why, and when that was written. Its owner is the driver
+(:mod:`.driver`): it writes ``running`` at start, at each commit and every
+:data:`BEAT_EVERY` while no commit comes, and its end (``succeeded``, or ``failed``
+or ``stopped`` with the cause) whatever ends it. Only where no driver could write
+does the Airflow task that owns the Ray job write it (``writer="airflow"``): a job
+that never started its driver (:func:`record_not_started`), a job its task stopped
+(:func:`record_stopped`), and a job that ended while the driver's record still said
+``running`` (:func:`record_job_ended`: the driver was killed or its node lost). Those
+never replace an end the driver recorded.
+
+Every surface (the kept report, the plugin's tabs and runs page, XCom, lineage)
+reads a run's state through :func:`read_run_state`; the rule itself is
+:func:`.state_rule.decide_state`.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from airflow_provider_rayorch.rayorch.errors import StoreError
+from airflow_provider_rayorch.runs.records import SCHEMA_VERSION, Record, sanitize_message
+from airflow_provider_rayorch.runs.state_rule import (
+    STALE_AFTER,
+    TERMINAL_STATES,
+    RunFacts,
+    RunState,
+    current_manifest_state,
+    decide_state,
+    last_write,
+    with_note,
+    with_repairs,
+)
+
+if TYPE_CHECKING:
+    from airflow_provider_rayorch.runs.job_status import JobStatus
+    from airflow_provider_rayorch.runs.store import RunStore
+
+__all__ = [
+    "BEAT_EVERY",
+    "RUN_STATE_FILE",
+    "STALE_AFTER",
+    "TERMINAL_STATES",
+    "DriverState",
+    "RunState",
+    "RunStateRecord",
+    "read_run_state",
+    "read_run_state_record",
+    "record_job_ended",
+    "record_not_started",
+    "record_stopped",
+    "recorded_job_status",
+    "write_run_state",
+]
+
+RUN_STATE_FILE = "run_state.json"
+#: While no microbatch commits, the driver rewrites its ``running`` record this often.
+BEAT_EVERY = timedelta(minutes=5)
+
+State = Literal["running", "succeeded", "failed", "stopped"]
+
+
+class RunStateRecord(Record):
+    """``run_state.json``: the run's state as its driver (or, where no driver could,
+    the Airflow task owning its job) last wrote it."""
+
+    KIND: ClassVar[str] = "run-state record"
+    FIX: ClassVar[str] = (
+        "delete it: the run's next driver writes it again; until then the run's state is "
+        "read from its manifests"
+    )
+
+    schema_version: int = SCHEMA_VERSION
+    state: State
+    #: why the run is in this state (a failure's cause), for people; never a credential
+    reason: str | None = None
+    #: when the record was written (ISO 8601, UTC)
+    updated_at: str
+    #: ``driver``, or ``airflow`` when the task owning the job wrote it (see the module)
+    writer: Literal["driver", "airflow"] = "driver"
+    #: the driver started (False: the job never ran it)
+    driver_started: bool = True
+    #: microbatches committed and planned when it was written
+    committed: int = Field(default=0, ge=0)
+    total: int = Field(default=0, ge=0)
+    job_id: str | None = None
+
+    @field_validator("reason")
+    @classmethod
+    def _no_credentials(cls, value: str | None) -> str | None:
+        return None if value is None else sanitize_message(value)
+
+    @property
+    def at(self) -> datetime | None:
+        try:
+            at = datetime.fromisoformat(self.updated_at)
+        except ValueError:
+            return None
+        return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def _parts(run_id: str) -> tuple[str, str]:
+    return (run_id, RUN_STATE_FILE)
+
+
+def read_run_state_record(store: RunStore, run_id: str) -> RunStateRecord | None:
+    """The run-state record, None if none was written; :class:`StoreError` if damaged."""
+    return store.read_record(_parts(run_id), RunStateRecord)
+
+
+def write_run_state(
+    store: RunStore,
+    run_id: str,
+    state: State,
+    reason: str | None = None,
+    **fields: Any,
+) -> RunStateRecord:
+    """Write the run-state record (atomically) and return it."""
+    record = RunStateRecord(
+        state=state, reason=reason, updated_at=datetime.now(UTC).isoformat(), **fields
+    )
+    store.write_record(_parts(run_id), record)
+    return record
+
+
+class DriverState:
+    """The driver's writer of its run's record: :meth:`started`, :meth:`committed`
+    (one small write per commit) and :meth:`ended`; a thread rewrites ``running``
+    every :data:`BEAT_EVERY` while the run goes on."""
+
+    def __init__(self, store: RunStore, run_id: str, *, job_id: str | None = None) -> None:
+        self.store, self.run_id, self.job_id = store, run_id, job_id
+        self.done = self.total = 0
+        # re-entrant: the SIGTERM handler runs on the main thread, maybe inside _write
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+        self.ended_as: str | None = None
+
+    def _write(self, state: State, reason: str | None = None) -> None:
+        with self._lock:
+            write_run_state(
+                self.store,
+                self.run_id,
+                state,
+                reason,
+                committed=self.done,
+                total=self.total,
+                job_id=self.job_id,
+            )
+
+    def started(self, committed: int, total: int, reason: str | None = None) -> None:
+        self.done, self.total = committed, total
+        self._write("running", reason)
+        if self._beat is None:
+            self._beat = threading.Thread(target=self._loop, name="rayorch-state", daemon=True)
+            self._beat.start()
+
+    def committed(self) -> None:
+        self.done += 1
+        self._write("running")
+
+    def _loop(self) -> None:
+        while not self._stop.wait(BEAT_EVERY.total_seconds()):
+            try:
+                self._write("running")
+            except Exception:  # a missed beat only ages the record; the run goes on
+                continue
+
+    def ended(self, state: State, reason: str | None = None) -> None:
+        """Stop the beat and write the run's end (once)."""
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join(timeout=5)
+        if self.ended_as is None:
+            self.ended_as = state
+            self._write(state, reason)
+
+
+def _ended_by_driver(store: RunStore, run_id: str) -> bool:
+    """The driver recorded an end: nobody else may write over it."""
+    try:
+        record = read_run_state_record(store, run_id)
+    except StoreError:
+        return False
+    return record is not None and record.writer == "driver" and record.state != "running"
+
+
+def _driver_record(store: RunStore, run_id: str) -> RunStateRecord | None:
+    try:
+        record = read_run_state_record(store, run_id)
+    except StoreError:
+        return None
+    return record if record is not None and record.writer == "driver" else None
+
+
+def record_not_started(
+    store: RunStore, run_id: str, reason: str, *, job_id: str | None = None
+) -> None:
+    """The run's job never started its driver (a submit that failed, a job that ended
+    before its driver ran): ``failed`` with ``driver_started=False``. Written by the
+    task that owns the job; a driver's record is never replaced."""
+    if _driver_record(store, run_id) is None:
+        write_run_state(
+            store, run_id, "failed", reason, writer="airflow", driver_started=False, job_id=job_id
+        )
+
+
+def record_stopped(store: RunStore, run_id: str, reason: str, *, job_id: str | None = None) -> None:
+    """The task owning the run's job stopped it; unless its driver recorded an end."""
+    if not _ended_by_driver(store, run_id):
+        write_run_state(store, run_id, "stopped", reason, writer="airflow", job_id=job_id)
+
+
+def record_job_ended(
+    store: RunStore, run_id: str, status: JobStatus, reason: str, *, job_id: str | None = None
+) -> None:
+    """The run's job ended (``status`` per Ray) without its driver recording an end:
+    never started (no driver record), or killed mid-run (its record says running)."""
+    from airflow_provider_rayorch.runs.job_status import JobStatus
+
+    record = _driver_record(store, run_id)
+    if record is None:
+        record_not_started(store, run_id, reason, job_id=job_id)
+    elif record.state == "running":
+        state: State = "stopped" if status is JobStatus.STOPPED else "failed"
+        write_run_state(
+            store,
+            run_id,
+            state,
+            f"the driver ended without recording its end (killed, or its node was lost): {reason}",
+            writer="airflow",
+            committed=record.committed,
+            total=record.total,
+            job_id=job_id or record.job_id,
+        )
+
+
+_JOB_STATUS = {"succeeded": "SUCCEEDED", "failed": "FAILED", "stopped": "STOPPED"}
+
+
+def recorded_job_status(store: RunStore, run_id: str) -> str | None:
+    """The job status the run-state record stands for (``SUCCEEDED`` once the driver
+    recorded its success, ``NOT_STARTED`` for a job that never ran its driver, ...);
+    None while it runs, without a record, or when it cannot be read."""
+    try:
+        record = read_run_state_record(store, run_id)
+    except StoreError:
+        return None
+    if record is None:
+        return None
+    if record.state == "failed" and not record.driver_started:
+        return "NOT_STARTED"
+    return _JOB_STATUS.get(record.state)
+
+
+def read_run_state(
+    store: RunStore,
+    run_id: str,
+    *,
+    now: datetime | None = None,
+    job_status: JobStatus | str | None = None,
+    manifests: list[dict[str, Any]] | None = None,
+) -> RunState:
+    """The state of one run, as every surface shows it (see :mod:`.state_rule`).
+
+    :param job_status: the run's Ray job status as the caller just read it, if it did
+        (a run whose driver left no end record reads as that job's end).
+    :param manifests: the run's microbatch manifests, when the caller read them already.
+    """
+    from airflow_provider_rayorch.runs.attempts import read_repairs
+    from airflow_provider_rayorch.runs.history import attempt_rows, repairs_note
+
+    manifest = store.read_run_manifest(run_id)
+    plan = store.read_plan(run_id)
+    repairs = read_repairs(store, run_id)
+    record, unreadable = _read_record(store, run_id)
+    # a finished unrepaired run, or one its driver still runs, needs no manifest read
+    needs = manifest is None or bool(repairs)
+    if record is not None and record.state in ("running", "stopped"):
+        needs = False
+    if record is not None and record.state == "failed" and manifest is None:
+        needs = False
+    if manifests is None:
+        manifests = store.manifests(run_id) if needs else []
+    manifest_state = current_manifest_state(manifest, manifests)
+    all_committed = None
+    if manifest_state is None and plan is not None and len(manifests) >= len(plan.microbatches()):
+        all_committed = _counts_state(manifests, plan.max_failed_ratio)
+    job, job_unreadable = _read_job(store, run_id)
+    facts = RunFacts(
+        has_plan=plan is not None,
+        manifest_state=manifest_state,
+        all_committed_state=all_committed,
+        job_state=job,
+        last_write=last_write(store, run_id),
+        run_state=record,
+        job_status=job_status,
+    )
+    by_index = {int(m["microbatch"]["index"]): m for m in manifests}
+    note = repairs_note(attempt_rows(by_index, repairs)) if repairs else None
+    state = with_note(decide_state(facts, now=now), unreadable or job_unreadable)
+    return with_repairs(state, note)
+
+
+def _counts_state(manifests: list[dict[str, Any]], max_failed_ratio: float) -> str:
+    from airflow_provider_rayorch.rayorch.summary import summary_state
+
+    counts: dict[str, int] = {}
+    for m in manifests:
+        for key, value in (m.get("sources") or {}).items():
+            counts[key] = counts.get(key, 0) + int(value)
+    return summary_state(counts, max_failed_ratio)
+
+
+def _read_record(store: RunStore, run_id: str) -> tuple[RunStateRecord | None, str | None]:
+    """The run-state record, or None and why when it is damaged (it must not hide the run)."""
+    try:
+        return read_run_state_record(store, run_id), None
+    except StoreError as exc:
+        return None, str(exc)
+
+
+def _read_job(store: RunStore, run_id: str) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        return store.read_job_state(run_id), None
+    except StoreError as exc:
+        return None, str(exc)
