@@ -1,9 +1,10 @@
-"""The failed-ratio rule of the Airflow layer, in one function.
+"""The failed-ratio rule of the Airflow layer: read the verdict the driver recorded.
 
-The operator, the microbatch sensor and the run sensor all judge a lineage summary
-with :func:`judge_summary`: ``state`` is re-evaluated against the task's own
-``max_failed_ratio`` ((FAILED + SUPPRESSED) / total; DROPPED counts as fine), and
-a failed verdict carries the message the task fails with.
+The operator, the microbatch sensor, the run sensor, the triggers and lineage take
+a lineage summary's verdict with :func:`judge_summary`: the one the driver recorded
+in the summary (:mod:`airflow_provider_rayorch.runs.verdict`), judged from the
+counts only for a summary written without one. A failed verdict carries the message
+the task fails with.
 """
 
 from __future__ import annotations
@@ -11,18 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_rayorch.runs.verdict import CAUSES_SHOWN, recorded_verdict
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["Verdict", "judge_summary"]
-
-#: How many failure causes a failed verdict's message quotes.
-CAUSES_SHOWN = 5
+__all__ = ["CAUSES_SHOWN", "Verdict", "judge_summary"]
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """A summary judged against ``max_failed_ratio``; ``message`` is set when it failed."""
+    """A summary and its verdict against ``max_failed_ratio``; ``message`` is set when
+    it failed."""
 
     summary: dict[str, Any]
     message: str | None
@@ -33,17 +34,10 @@ class Verdict:
 
 
 def judge_summary(summary: Mapping[str, Any], max_failed_ratio: float) -> Verdict:
-    """The summary with ``state`` set for ``max_failed_ratio``, and why it failed if so."""
-    from airflow_provider_rayorch.rayorch.summary import failed_ratio, summary_state
-
-    result = dict(summary)
-    result["state"] = summary_state(result["sources"], max_failed_ratio)
-    if result["state"] == "success":
+    """The summary with ``state`` set to its recorded verdict for ``max_failed_ratio``
+    (judged from its counts when it records none), and why it failed if so."""
+    verdict = recorded_verdict(summary, max_failed_ratio)
+    result = {**summary, "state": verdict["state"]}
+    if verdict["state"] == "success":
         return Verdict(result, None)
-    shown = list(result.get("failures") or [])[:CAUSES_SHOWN]
-    causes = "; ".join(f"source {f['source']}: {f['cause']}" for f in shown)
-    return Verdict(
-        result,
-        f"failed ratio {failed_ratio(result['sources']):.3f} exceeds max_failed_ratio "
-        f"{max_failed_ratio}: {causes}",
-    )
+    return Verdict(result, str(verdict.get("message") or "failed ratio exceeded"))

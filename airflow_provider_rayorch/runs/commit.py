@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_rayorch.rayorch import summary as summaries
 from airflow_provider_rayorch.runs.aggregate import sample_of
 from airflow_provider_rayorch.runs.values import unstorable
+from airflow_provider_rayorch.runs.verdict import judged
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -120,6 +121,7 @@ def commit_microbatch(store: RunStore, plan: PlanRecord, mb: Any, root: str) -> 
     # the commit names its files and attempt (a repair replaces both, see repair.py)
     manifest.update(attempt=1, files=files, committed_at=datetime.now(UTC).isoformat())
     manifest["sample"] = sample_of(per_port, ids)  # what the live report lists of it
+    manifest = judged(manifest, plan.max_failed_ratio)  # the verdict, recorded once
     manifest["outputs"] = {
         **dict(manifest.get("outputs") or {}),
         "uri": store.outputs_uri(plan.run_id, mb.index),

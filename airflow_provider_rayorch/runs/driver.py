@@ -32,7 +32,6 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_rayorch.rayorch import summary as summaries
 from airflow_provider_rayorch.rayorch.errors import DriverError
 from airflow_provider_rayorch.runs.aggregate import RunAggregate
 from airflow_provider_rayorch.runs.commit import commit_microbatch, root_name
@@ -41,6 +40,7 @@ from airflow_provider_rayorch.runs.driver_log import keep_driver_log
 from airflow_provider_rayorch.runs.exit_codes import EXIT_PLAN_CHANGED
 from airflow_provider_rayorch.runs.live_reports import LiveReports, ReportWriter, report_job
 from airflow_provider_rayorch.runs.pipeline_load import build_pipeline, plan_executor
+from airflow_provider_rayorch.runs.run_manifest import write_run_manifest
 from airflow_provider_rayorch.runs.run_state import DriverState
 from airflow_provider_rayorch.runs.secrets import (
     run_store_options_from_env,
@@ -436,14 +436,11 @@ def _write_run_manifest(
     store: RunStore, plan: PlanRecord, run_id: str, started: float
 ) -> dict[str, Any]:
     """Sum the committed microbatch manifests into the run manifest and write it."""
-    result = summaries.run_summary(
-        store.manifests(run_id),
+    return write_run_manifest(
+        store,
+        run_id,
         elapsed_s=time.monotonic() - started,
-        run_id=run_id,
         pipeline=plan.pipeline,
         fingerprint=plan.fingerprint,
-        outputs_uri=store.outputs_uri(run_id),
         max_failed_ratio=plan.max_failed_ratio,
     )
-    store.write_run_manifest(run_id, result)
-    return result

@@ -30,6 +30,7 @@ from airflow_provider_rayorch.runs.exit_codes import EXIT_PLAN_CHANGED
 from airflow_provider_rayorch.runs.pipeline_load import plan_executor
 from airflow_provider_rayorch.runs.sources import source_columns
 from airflow_provider_rayorch.runs.uris import join_uri
+from airflow_provider_rayorch.runs.verdict import judged
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -238,6 +239,7 @@ def _commit_attempt(
             "ports": ports,
         },
     }
+    manifest = judged(manifest, plan.max_failed_ratio)  # the verdict, recorded once
     # the commit point: only over the manifest this repair read
     if version is None or not store.replace_manifest(plan.run_id, index, manifest, version):
         raise AttemptConflict(

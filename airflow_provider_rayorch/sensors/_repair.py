@@ -20,7 +20,11 @@ from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.repair import RepairMode, should_repair, try_owner
 from airflow_provider_rayorch.common.run_ids import submission_id
 from airflow_provider_rayorch.common.states import SUMMARY_KEY, JobStatus
-from airflow_provider_rayorch.exceptions import RayOrchJobFailed, RayOrchPlanChanged
+from airflow_provider_rayorch.exceptions import (
+    RayOrchAirflowError,
+    RayOrchJobFailed,
+    RayOrchPlanChanged,
+)
 from airflow_provider_rayorch.lineage.parent import with_parent_run
 from airflow_provider_rayorch.runs.attempts import (
     REPAIR_ACTIVE,
@@ -217,7 +221,7 @@ class MicrobatchRepair:
         self._record(kind, job_id, attempt, str(error))
         raise error
 
-    def _job_error(self, job_id: str, status: JobStatus) -> Exception:
+    def _job_error(self, job_id: str, status: JobStatus) -> RayOrchAirflowError:
         try:
             logs = self.hook.get_job_logs(job_id)
         except Exception:
@@ -269,31 +273,8 @@ def repairs_pending(store: RunStore, run_id: str, job_status: Any) -> list[int]:
 
 
 def rewrite_run_manifest(store: RunStore, run_id: str, max_failed_ratio: float) -> None:
-    """The run task alone writes a repaired run's manifest: the sum of today's
-    microbatch manifests, with the run store's repair records under ``repairs``."""
-    from airflow_provider_rayorch.rayorch import summary as summaries
-    from airflow_provider_rayorch.runs.attempts import read_repairs
-    from airflow_provider_rayorch.runs.store import sanitize_message
+    """The run task alone rewrites a repaired run's manifest, through the run layer's
+    one writer of it (:mod:`airflow_provider_rayorch.runs.run_manifest`)."""
+    from airflow_provider_rayorch.runs.run_manifest import rewrite_repaired_run_manifest
 
-    old = store.read_run_manifest(run_id) or {}
-    result = summaries.run_summary(
-        store.manifests(run_id),
-        elapsed_s=float(old.get("elapsed_s") or 0.0),
-        run_id=run_id,
-        pipeline=old.get("pipeline"),
-        fingerprint=old.get("fingerprint"),
-        outputs_uri=(old.get("outputs") or {}).get("uri") or store.outputs_uri(run_id),
-        max_failed_ratio=max_failed_ratio,
-    )
-    result["repairs"] = [
-        {
-            "index": int(r["index"]),
-            "attempt": int(r.get("attempt") or 0),
-            "status": str(r.get("status")),
-            "job_id": r.get("job_id"),
-            "at": r.get("at"),
-            "message": None if r.get("message") is None else sanitize_message(str(r["message"])),
-        }
-        for r in read_repairs(store, run_id)
-    ]
-    store.write_run_manifest(run_id, result)
+    rewrite_repaired_run_manifest(store, run_id, max_failed_ratio)

@@ -1,0 +1,80 @@
+"""The one writer of a run's manifest (``run.json``): the sum of its microbatch
+manifests, with the failed-ratio verdict recorded (:mod:`.verdict`).
+
+The driver writes it at the end of a run (:func:`write_run_manifest`); the run task
+rewrites a repaired run's (:func:`rewrite_repaired_run_manifest`), keeping the first
+run's time and naming the run store's repair records under ``repairs``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_rayorch.rayorch import summary as summaries
+from airflow_provider_rayorch.runs.verdict import judged
+
+if TYPE_CHECKING:
+    from airflow_provider_rayorch.runs.store import RunStore
+
+__all__ = ["rewrite_repaired_run_manifest", "write_run_manifest"]
+
+
+def write_run_manifest(
+    store: RunStore,
+    run_id: str,
+    *,
+    elapsed_s: float,
+    pipeline: str | None,
+    fingerprint: str | None,
+    max_failed_ratio: float,
+    outputs_uri: str | None = None,
+    repairs: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Sum the committed microbatch manifests into the run manifest, judge it against
+    ``max_failed_ratio``, write it and return it."""
+    result = summaries.run_summary(
+        store.manifests(run_id),
+        elapsed_s=elapsed_s,
+        run_id=run_id,
+        pipeline=pipeline,
+        fingerprint=fingerprint,
+        outputs_uri=outputs_uri or store.outputs_uri(run_id),
+        max_failed_ratio=max_failed_ratio,
+    )
+    if repairs is not None:
+        result["repairs"] = repairs
+    result = judged(result, max_failed_ratio)
+    store.write_run_manifest(run_id, result)
+    return result
+
+
+def rewrite_repaired_run_manifest(
+    store: RunStore, run_id: str, max_failed_ratio: float
+) -> dict[str, Any]:
+    """A repaired run's manifest: the sum of today's microbatch manifests, with the
+    run store's repair records under ``repairs``; written and returned."""
+    from airflow_provider_rayorch.runs.attempts import read_repairs
+    from airflow_provider_rayorch.runs.records import sanitize_message
+
+    old = store.read_run_manifest(run_id) or {}
+    repairs = [
+        {
+            "index": int(r["index"]),
+            "attempt": int(r.get("attempt") or 0),
+            "status": str(r.get("status")),
+            "job_id": r.get("job_id"),
+            "at": r.get("at"),
+            "message": None if r.get("message") is None else sanitize_message(str(r["message"])),
+        }
+        for r in read_repairs(store, run_id)
+    ]
+    return write_run_manifest(
+        store,
+        run_id,
+        elapsed_s=float(old.get("elapsed_s") or 0.0),
+        pipeline=old.get("pipeline"),
+        fingerprint=old.get("fingerprint"),
+        max_failed_ratio=max_failed_ratio,
+        outputs_uri=(old.get("outputs") or {}).get("uri"),
+        repairs=repairs,
+    )
