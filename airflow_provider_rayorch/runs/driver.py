@@ -389,11 +389,11 @@ def main(argv: Sequence[str] | None = None, *, report: ReportWriter | None = Non
     parser.add_argument("--job-id", default=None, help="with --repair: recorded in the history")
     args = parser.parse_args(argv)
     store = RunStore(args.run_store, run_store_options_from_env())
-    state = DriverState(store, args.run_id, job_id=args.job_id)
+    # the run's state is the run driver's; a repair keeps its own records (.attempts)
+    state = DriverState(store, args.run_id, job_id=args.job_id) if args.repair is None else None
     argv = sys.argv[1:] if argv is None else argv
-    on_stop = lambda: record_stopped(state)  # noqa: E731
+    on_stop = None if state is None else (lambda: record_stopped(state))
     with keep_driver_log(store, args.run_id, argv, on_stop=on_stop) as log, recording_end(state):
-        state.started(0, 0, "the driver started")
         try:
             # Inside a Ray job RAY_ADDRESS names the cluster; else the engine starts a local Ray.
             address = args.address or os.environ.get("RAY_ADDRESS") or None
@@ -407,8 +407,9 @@ def main(argv: Sequence[str] | None = None, *, report: ReportWriter | None = Non
                     write_run_manifest=args.write_run_manifest,
                     report=report,
                 )
-                state.ended("succeeded", f"repaired microbatches {args.repair}")
             else:
+                assert state is not None
+                state.started(0, 0, "the driver started")
                 run_plan(
                     store,
                     args.run_id,
@@ -419,7 +420,8 @@ def main(argv: Sequence[str] | None = None, *, report: ReportWriter | None = Non
                 )
         except DriverError as exc:
             _emit("ERROR", {"message": str(exc), "exit_code": exc.exit_code})
-            state.ended("failed", str(exc))
+            if state is not None:
+                state.ended("failed", str(exc))
             return exc.exit_code
     return 0
 

@@ -33,9 +33,13 @@ def record_stopped(state: DriverState) -> None:
 
 
 @contextlib.contextmanager
-def recording_end(state: DriverState) -> Iterator[None]:
+def recording_end(state: DriverState | None) -> Iterator[None]:
     """Record the run's end in ``state`` when the block raises (then re-raise): a
-    failure with its cause, ``stopped`` on SIGTERM or a keyboard interrupt."""
+    failure with its cause, ``stopped`` on SIGTERM or a keyboard interrupt. None:
+    nothing is recorded (a repair's driver)."""
+    if state is None:
+        yield
+        return
     try:
         yield
     except KeyboardInterrupt:

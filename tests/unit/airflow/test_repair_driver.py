@@ -141,3 +141,18 @@ def test_the_stored_report_shows_the_repair_not_the_first_attempt(tmp_path: Path
     assert row is not None
     assert "state-success" in row.group(0)  # the first attempt's "failed" is gone
     assert '<tr class="attempt-repair"><td>mb 0</td><td class="num">2</td>' in html
+
+
+def test_a_repair_driver_leaves_the_run_state_record_to_the_run_driver(tmp_path: Path) -> None:
+    """The run's state is the run driver's record; a repair keeps its own records."""
+    from airflow_provider_rayorch.runs.run_state import read_run_state_record
+
+    store, state = _first_run_with_failures(tmp_path)
+    before = read_run_state_record(store, "run")
+    assert before is not None
+    assert before.state == "succeeded"
+    os.remove(state / "fail-1")
+    argv = ["--run-store", store.uri, "--run-id", "run", "--repair", "0"]
+    assert driver.main(argv) == 0
+    assert store.read_manifest("run", 0)["attempt"] == 2
+    assert read_run_state_record(store, "run") == before
