@@ -6,7 +6,9 @@ never race a retry's driver on the same run). Its local Ray runs in token mode w
 a token of its own, so it never reads or writes ``~/.ray``. ``ray.init`` waits a
 fixed 30 s for its raylet; on a loaded machine the driver is started again. Like a
 submitted job, it learns its parent OpenLineage run (the task) through its
-environment (:mod:`..lineage.parent`); its local Ray's workers inherit it.
+environment (:mod:`..lineage.parent`); its local Ray's workers inherit it. A
+driver that dies without recording its end (killed, out of memory) has it recorded
+for it in the run-state record (:mod:`..runs.run_state`).
 """
 
 from __future__ import annotations
@@ -175,7 +177,29 @@ class EmbeddedDriver:
         if code != 0:
             error = error_line(tail) or {}
             message = error.get("message") or "\n".join(list(tail)[-20:])
+            self._record_unrecorded_end(store_uri, run_id, env, code)
             raise driver_exit_error(code, f"driver exited with code {code}: {message}")
+
+    def _record_unrecorded_end(
+        self, store_uri: str, run_id: str, env: Mapping[str, str], code: int
+    ) -> None:
+        """A driver that died without recording its end (killed, out of memory): the
+        run-state record says so (:func:`..runs.run_state.record_job_ended`, which
+        never writes over an end the driver recorded). Never raises."""
+        from airflow_provider_rayorch.runs.job_status import JobStatus
+        from airflow_provider_rayorch.runs.run_state import record_job_ended
+        from airflow_provider_rayorch.runs.secrets import run_store_options_from_env
+        from airflow_provider_rayorch.runs.store import RunStore
+
+        how = f"the embedded driver exited with code {code}"
+        if code < 0:
+            how += f" (killed by signal {-code})"
+        status = JobStatus.STOPPED if code == -signal.SIGTERM else JobStatus.FAILED
+        try:
+            store = RunStore(store_uri, run_store_options_from_env(env))
+            record_job_ended(store, run_id, status, how)
+        except Exception as exc:  # the driver's exit is the error that counts
+            self.log.warning("could not record the end of run %s: %s", run_id, exc)
 
     def kill(self) -> None:
         """SIGTERM the driver's process group, if it still runs."""
