@@ -96,7 +96,7 @@ def report_html(ref: resolve.RunRef, form: SourceForm | None = None) -> str | No
 
 
 def _state(run: resolve.TaskRun) -> RunState:
-    """The run's state for the lists (see ``reports.state`` for the rule)."""
+    """The run's state for the lists (``runs.run_state.read_run_state``)."""
     from airflow_provider_rayorch.hooks.rayorch import open_run_store
     from airflow_provider_rayorch.reports import RunState, read_run_state
 

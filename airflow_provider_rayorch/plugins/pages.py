@@ -19,13 +19,13 @@ __all__ = ["STYLESHEET", "message_page", "runs_page", "ti_href"]
 
 #: The plugin's stylesheet, relative to its pages (``/rayorch/ti``, ``/rayorch/``, ...).
 STYLESHEET = "static/report.css"
-#: How the state column is decided, in one sentence (the rule is reports.state's).
+#: How the state column is decided, in one sentence (the rule is runs.state_rule's).
 STATE_NOTE = (
-    "State: the newest fact about the run decides. The run manifest's (success, failed) "
-    "once the run ended; not started, failed or stopped when the Ray job ended without "
-    "one; running while the run shows progress or its job reports it running; unknown "
-    "when nothing was heard of it for an hour. A job status older than the run's last "
-    "commit or repair is not shown."
+    "State: as the run's driver recorded it. Running while it runs (it writes at every "
+    "commit and every few minutes); once it ended, the run manifest's verdict (success, "
+    "failed), or failed with its cause, or stopped; not started when the Ray job never "
+    "ran the driver; failed when the job ended without the driver recording it (killed); "
+    "unknown when nothing was recorded for an hour."
 )
 
 

@@ -77,9 +77,10 @@ class RunView:
     run_id: str
     pipeline: str = ""
     fingerprint: str = ""
-    #: running | pending | success | failed | not_started | stopped | unknown (see .state)
+    #: running | pending | success | failed | not_started | stopped | unknown
+    #: (``runs.run_state.read_run_state``)
     state: str = "unknown"
-    #: The Ray job's status (``JobStatus`` value) and why, from the job-state record.
+    #: The Ray job's status (``JobStatus`` value) and why, as the run's state reads it.
     job_status: str | None = None
     state_message: str | None = None
     total_sources: int = 0
