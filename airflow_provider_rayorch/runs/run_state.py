@@ -20,6 +20,7 @@ reads a run's state through :func:`read_run_state`; the rule itself is
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -35,6 +36,7 @@ from airflow_provider_rayorch.runs.state_rule import (
     current_manifest_state,
     decide_state,
     last_write,
+    reads_job_record,
     with_note,
     with_repairs,
 )
@@ -300,10 +302,11 @@ def read_run_state(
         manifest_state=manifest_state,
         all_committed_state=all_committed,
         job_state=job,
-        last_write=last_write(store, run_id),
         run_state=record,
         job_status=job_status,
     )
+    if reads_job_record(facts):  # only that rule needs the listing of the run's files
+        facts = replace(facts, last_write=last_write(store, run_id))
     by_index = {int(m["microbatch"]["index"]): m for m in manifests}
     note = repairs_note(attempt_rows(by_index, repairs)) if repairs else None
     state = with_note(decide_state(facts, now=now), unreadable or job_unreadable)

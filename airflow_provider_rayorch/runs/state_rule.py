@@ -57,6 +57,7 @@ __all__ = [
     "current_manifest_state",
     "decide_state",
     "last_write",
+    "reads_job_record",
     "with_note",
     "with_repairs",
 ]
@@ -129,7 +130,7 @@ def decide_state(
 ) -> RunState:
     """Apply the module's rule to ``facts`` as of ``now`` (default: the current time)."""
     now = now or datetime.now(UTC)
-    if facts.run_state is not None and not _submitted_since(facts):
+    if not reads_job_record(facts):
         return _from_run_state(facts, now, stale_after)
     record = facts.job_state or {}
     status: JobStatus | None = None
@@ -173,6 +174,12 @@ def decide_state(
     if status is JobStatus.PENDING:
         return RunState("pending", job, live_message, as_of)
     return RunState("running", job, live_message, as_of)
+
+
+def reads_job_record(facts: RunFacts) -> bool:
+    """The job-state record's rule decides (and needs ``last_write``): no run-state
+    record, or a job submitted after it."""
+    return facts.run_state is None or _submitted_since(facts)
 
 
 def _submitted_since(facts: RunFacts) -> bool:
