@@ -1,10 +1,11 @@
-"""A written plan of the ``repair_pipelines:Flaky`` pipeline (real engine, local backend)."""
+"""Written plans and runs for the Airflow-layer tests: a ``repair_pipelines:Flaky`` plan,
+and a finished ``fake_pipelines:Square`` run (real engine, local backend)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from airflow_provider_rayorch.runs import pipeline_load
+from airflow_provider_rayorch.runs import driver, pipeline_load
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 if TYPE_CHECKING:
@@ -37,3 +38,20 @@ def write_flaky_plan(
         )
     )
     return store, state
+
+
+def write_finished_run(store_dir: Path | str, job_status: str | None = None) -> RunStore:
+    """A run ``run`` of ``fake_pipelines:Square`` over sources 1 and 2, driven to its end
+    in ``store_dir``; with ``job_status``, its run manifest says that job status."""
+    store = RunStore(str(store_dir))
+    spec = "fake_pipelines:Square"
+    fingerprint = pipeline_load.import_factory(spec)().compile().fingerprint
+    store.write_plan(
+        PlanRecord(run_id="run", pipeline=spec, fingerprint=fingerprint, sources=[1, 2])
+    )
+    driver.run_plan(store, "run")
+    if job_status is not None:
+        manifest = store.read_run_manifest("run")
+        assert manifest is not None
+        store.write_run_manifest("run", {**manifest, "job_status": job_status})
+    return store

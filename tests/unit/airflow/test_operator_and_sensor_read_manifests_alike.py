@@ -1,31 +1,14 @@
-"""The operator and the run sensor read a run manifest by one rule (issue 19,
-finding 6): a manifest's own ``job_status`` is kept (common.states.with_job_status);
-the operator used to overwrite it with SUCCEEDED."""
+"""The operator and the run sensor read a run manifest by one rule: a manifest's own
+``job_status`` is kept (common.states.with_job_status), never overwritten."""
 
 from __future__ import annotations
 
 from unittest import mock
 
 import pytest
-
-from airflow_provider_rayorch.runs import driver, pipeline_load
-from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
+from repair_plans import write_finished_run
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def _finished_run(tmp_path, job_status: str) -> RunStore:
-    store = RunStore(str(tmp_path))
-    spec = "fake_pipelines:Square"
-    fingerprint = pipeline_load.import_factory(spec)().compile().fingerprint
-    store.write_plan(
-        PlanRecord(run_id="run", pipeline=spec, fingerprint=fingerprint, sources=[1, 2])
-    )
-    driver.run_plan(store, "run")
-    manifest = store.read_run_manifest("run")
-    assert manifest is not None
-    store.write_run_manifest("run", {**manifest, "job_status": job_status})
-    return store
 
 
 def _operator(tmp_path):
@@ -43,7 +26,7 @@ def _operator(tmp_path):
 def test_operator_and_run_sensor_agree_on_a_manifest(tmp_path, fake_engine, job_status) -> None:
     from airflow_provider_rayorch.sensors.rayorch import RayOrchRunSensor
 
-    _finished_run(tmp_path, job_status)
+    write_finished_run(tmp_path, job_status)
     op = _operator(tmp_path)
     ti = mock.MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1, try_number=1)
     with mock.patch.object(type(op), "_run_id", return_value="run"):
@@ -68,7 +51,7 @@ def test_the_run_sensor_judges_a_manifest_by_the_one_rule(
     from airflow_provider_rayorch.exceptions import RayOrchJobFailed
     from airflow_provider_rayorch.sensors.rayorch import RayOrchRunSensor
 
-    _finished_run(tmp_path, "SUCCEEDED")
+    write_finished_run(tmp_path, "SUCCEEDED")
     sensor = RayOrchRunSensor(task_id="run", run_id="run", run_store=str(tmp_path), job_id="j")
     sensor.__dict__["hook"] = mock.MagicMock(**{"get_job_status.return_value": job_status})
     ti = mock.MagicMock(dag_id="d", run_id="r", task_id="run", map_index=-1, try_number=1)
@@ -84,7 +67,7 @@ def test_the_operator_never_takes_a_manifest_for_a_job_ray_lost(tmp_path, fake_e
     for the operator, not the old manifest's success."""
     from airflow_provider_rayorch.exceptions import RayOrchJobFailed
 
-    _finished_run(tmp_path, "SUCCEEDED")
+    write_finished_run(tmp_path, "SUCCEEDED")
     op = _operator(tmp_path)
     op.poll_hook.get_job_info.return_value = None
     op.poll_hook.get_job_logs.return_value = ""

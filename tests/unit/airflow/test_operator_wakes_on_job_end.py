@@ -18,9 +18,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
-
-from airflow_provider_rayorch.runs import driver, pipeline_load
-from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
+from repair_plans import write_finished_run
 
 pytestmark = pytest.mark.timeout(60)
 POLL_S = 5.0
@@ -82,16 +80,6 @@ class _Stream:
         pass
 
 
-def _finished_run(tmp_path: Any) -> None:
-    store = RunStore(str(tmp_path))
-    spec = "fake_pipelines:Square"
-    fingerprint = pipeline_load.import_factory(spec)().compile().fingerprint
-    store.write_plan(
-        PlanRecord(run_id="run", pipeline=spec, fingerprint=fingerprint, sources=[1, 2])
-    )
-    driver.run_plan(store, "run")
-
-
 def _poll(
     tmp_path: Any, clock: _Clock, stream: _Stream, statuses: list[str], whole_log: str = ""
 ) -> list[float]:
@@ -100,7 +88,7 @@ def _poll(
     from airflow_provider_rayorch.hooks.settings import RayOrchSettings
     from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 
-    _finished_run(tmp_path)
+    write_finished_run(tmp_path)
     hook = mock.MagicMock(embedded=False, run_store_uri=str(tmp_path), is_local_head=False)
     hook.settings = RayOrchSettings(address="http://h:8265", run_store=str(tmp_path))
     hook.get_job_logs.return_value = whole_log
