@@ -23,6 +23,8 @@ from airflow_provider_rayorch.operators._head_groups import stop_local_head
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    import httpx
+
 __all__ = ["answers_jobs", "head_auth_env", "start_local_head", "stop_heads_starting_here"]
 
 
@@ -56,12 +58,18 @@ def _ray_executable() -> str:
     return found
 
 
-def _dashboard_up(url: str, token: str) -> bool:
+def _client(token: str) -> httpx.Client:
+    """One HTTP client for a head's probes (its token, short timeouts)."""
     import httpx
 
-    headers = {"Authorization": f"Bearer {token}"}
+    return httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=2)
+
+
+def _dashboard_up(client: httpx.Client, url: str) -> bool:
+    import httpx
+
     try:
-        code = httpx.get(f"{url}/api/version", headers=headers, timeout=2).status_code
+        code = client.get(f"{url}/api/version").status_code
     except httpx.HTTPError:
         return False
     if code in (401, 403):
@@ -72,7 +80,7 @@ def _dashboard_up(url: str, token: str) -> bool:
     return code == 200
 
 
-def _agent_up(agent_url: str, token: str) -> bool:
+def _agent_up(client: httpx.Client, agent_url: str) -> bool:
     """The head's dashboard agent (which runs its jobs) answers its health check.
 
     Ray's dashboard answers ``/api/version`` before the agent is up, and until then a
@@ -83,9 +91,8 @@ def _agent_up(agent_url: str, token: str) -> bool:
     gets the 500, which the submit retries (``RayOrchHook.submit_job``)."""
     import httpx
 
-    headers = {"Authorization": f"Bearer {token}"}
     try:
-        return httpx.get(f"{agent_url}/api/healthz", headers=headers, timeout=2).status_code == 200
+        return client.get(f"{agent_url}/api/healthz").status_code == 200
     except httpx.HTTPError:
         return False
 
@@ -98,9 +105,10 @@ def answers_jobs(head: Mapping[str, Any]) -> bool:
     except OSError:
         return False
     agent = head.get("agent_address")
-    return _dashboard_up(str(head["address"]), token) and (
-        agent is None or _agent_up(str(agent), token)
-    )
+    with _client(token) as client:
+        return _dashboard_up(client, str(head["address"])) and (
+            agent is None or _agent_up(client, str(agent))
+        )
 
 
 def _write_token(temp_dir: str, token: str | None = None) -> str:
@@ -231,24 +239,25 @@ def _wait_until_up(
         token = f.read().strip()
     deadline = time.monotonic() + timeout
     waiting_for = "its Jobs API"
-    while time.monotonic() < deadline:
-        if starting.killed:
-            raise RayOrchClusterError(
-                f"killed while its Ray head at {address} was starting; the head is stopped",
-            )
-        if proc.poll() is not None:
-            with open(log_path) as f:
-                tail = f.read()[-2000:]
-            raise RayOrchClusterError(
-                f"`ray start --head` exited with {proc.returncode} (log {log_path}):\n{tail}",
-            )
-        if _dashboard_up(info["address"], token):
-            waiting_for = f"its job agent ({agent_url}/api/healthz)"
-            if _agent_up(agent_url, token):
-                local_heads.register(info["address"], token_path, proc.pid)
-                local_heads.note_up(proc.pid)
-                return info
-        time.sleep(0.5)
+    with _client(token) as client:
+        while time.monotonic() < deadline:
+            if starting.killed:
+                raise RayOrchClusterError(
+                    f"killed while its Ray head at {address} was starting; the head is stopped",
+                )
+            if proc.poll() is not None:
+                with open(log_path) as f:
+                    tail = f.read()[-2000:]
+                raise RayOrchClusterError(
+                    f"`ray start --head` exited with {proc.returncode} (log {log_path}):\n{tail}",
+                )
+            if _dashboard_up(client, info["address"]):
+                waiting_for = f"its job agent ({agent_url}/api/healthz)"
+                if _agent_up(client, agent_url):
+                    local_heads.register(info["address"], token_path, proc.pid)
+                    local_heads.note_up(proc.pid)
+                    return info
+            time.sleep(0.5)
     raise RayOrchClusterError(
         f"the Ray head at {info['address']} did not get {waiting_for} up within "
         f"{timeout:g}s (log {log_path}; the head's logs are under {temp_dir}/session_latest/"

@@ -10,6 +10,7 @@ heads directory in ``RAYORCH_LOCAL_HEADS_DIR``.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -21,6 +22,8 @@ from airflow_provider_rayorch.operators._head_groups import stop_recorded_heads
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    import httpx
+
 __all__ = ["busy", "check_once", "main"]
 
 #: Seconds between two looks at the head's jobs.
@@ -31,18 +34,19 @@ _ALIVE_POLL_S = 1.0
 _ACTIVE = frozenset({"PENDING", "RUNNING"})
 
 
-def busy(record: Mapping[str, Any]) -> bool:
+def busy(record: Mapping[str, Any], client: httpx.Client | None = None) -> bool:
     """A job on the head is pending or running (a head that does not answer is taken
-    as busy: a loaded head is not stopped under a run)."""
+    as busy: a loaded head is not stopped under a run). ``client``: the watch's own."""
     import httpx
 
     try:
         token = Path(str(record["token_path"])).read_text().strip()
-        response = httpx.get(
-            f"{record['address']}/api/jobs/",
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=10,
-        )
+        with contextlib.nullcontext(client) if client else httpx.Client() as http:
+            response = http.get(
+                f"{record['address']}/api/jobs/",
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=10,
+            )
         response.raise_for_status()
         jobs = response.json()
     except (OSError, ValueError, httpx.HTTPError):
@@ -50,7 +54,9 @@ def busy(record: Mapping[str, Any]) -> bool:
     return any(str(job.get("status")) in _ACTIVE for job in jobs)
 
 
-def check_once(pgid: int, idle_s: float, now: float | None = None) -> bool:
+def check_once(
+    pgid: int, idle_s: float, now: float | None = None, client: httpx.Client | None = None
+) -> bool:
     """One look, under the shared turn: stop the head if it has been idle ``idle_s``
     seconds. Returns whether to keep watching."""
     with local_heads.shared_turn(lambda: False):
@@ -60,7 +66,7 @@ def check_once(pgid: int, idle_s: float, now: float | None = None) -> bool:
         if local_heads.process_start(pgid) != record.get("start"):
             return False  # gone: the next run replaces it
         now = time.time() if now is None else now
-        if busy(record):
+        if busy(record, client):
             local_heads.write_shared({**record, "used_at": now})
             return True
         used_at = float(record.get("used_at") or 0.0)
@@ -73,16 +79,19 @@ def check_once(pgid: int, idle_s: float, now: float | None = None) -> bool:
 
 
 def main(argv: list[str]) -> int:
+    import httpx
+
     pgid, idle_s = int(argv[0]), float(argv[1])
     start = local_heads.process_start(pgid)
-    while True:
-        next_look = time.monotonic() + min(POLL_S, idle_s)
-        while time.monotonic() < next_look:  # a stopped head ends the watch at once
-            if start is None or local_heads.process_start(pgid) != start:
+    with httpx.Client() as client:
+        while True:
+            next_look = time.monotonic() + min(POLL_S, idle_s)
+            while time.monotonic() < next_look:  # a stopped head ends the watch at once
+                if start is None or local_heads.process_start(pgid) != start:
+                    return 0
+                time.sleep(_ALIVE_POLL_S)
+            if not check_once(pgid, idle_s, client=client):
                 return 0
-            time.sleep(_ALIVE_POLL_S)
-        if not check_once(pgid, idle_s):
-            return 0
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ def head(tmp_path: Path, monkeypatch) -> Iterator[subprocess.Popen[bytes]]:
 
 
 def test_an_idle_head_is_stopped_and_forgotten(head, monkeypatch) -> None:
-    monkeypatch.setattr(_shared_idle, "busy", lambda record: False)
+    monkeypatch.setattr(_shared_idle, "busy", lambda record, client=None: False)
     assert _shared_idle.check_once(head.pid, idle_s=60, now=1100.0) is False
     assert head.wait(15) is not None
     assert local_heads.read_shared() is None
@@ -56,14 +56,14 @@ def test_an_idle_head_is_stopped_and_forgotten(head, monkeypatch) -> None:
 
 
 def test_a_head_used_lately_is_kept(head, monkeypatch) -> None:
-    monkeypatch.setattr(_shared_idle, "busy", lambda record: False)
+    monkeypatch.setattr(_shared_idle, "busy", lambda record, client=None: False)
     assert _shared_idle.check_once(head.pid, idle_s=600, now=1100.0) is True
     assert head.poll() is None
     assert local_heads.read_shared()["pgid"] == head.pid
 
 
 def test_a_busy_head_is_kept_and_its_use_recorded(head, monkeypatch) -> None:
-    monkeypatch.setattr(_shared_idle, "busy", lambda record: True)
+    monkeypatch.setattr(_shared_idle, "busy", lambda record, client=None: True)
     assert _shared_idle.check_once(head.pid, idle_s=60, now=5000.0) is True
     assert head.poll() is None
     assert local_heads.read_shared()["used_at"] == 5000.0
@@ -75,7 +75,7 @@ def test_a_head_that_does_not_answer_counts_as_busy(head) -> None:
 
 
 def test_the_watch_ends_when_its_head_is_replaced(head, monkeypatch) -> None:
-    monkeypatch.setattr(_shared_idle, "busy", lambda record: False)
+    monkeypatch.setattr(_shared_idle, "busy", lambda record, client=None: False)
     local_heads.write_shared({**(local_heads.read_shared() or {}), "pgid": 1})
     assert _shared_idle.check_once(head.pid, idle_s=0, now=time.time()) is False
     assert head.poll() is None, "a watch stopped a head that is no longer the shared one"
