@@ -25,6 +25,7 @@ from airflow_provider_rayorch.lineage.summary import (
     error_message,
     run_facet_payload,
 )
+from airflow_provider_rayorch.runs import paths
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -95,8 +96,7 @@ def _microbatch_file(store: RunStore, run_id: str, manifest: Mapping[str, Any]) 
     index = int((manifest.get("microbatch") or {}).get("index", 0))
     attempt = int(manifest.get("attempt") or 1)
     ports = (manifest.get("outputs") or {}).get("ports") or ["out"]
-    folder = [f"mb-{index:05d}"] + ([f"attempt-{attempt}"] if attempt > 1 else [])
-    return posixpath.join(store.root, run_id, "outputs", *folder, f"{ports[0]}.parquet")
+    return posixpath.join(store.root, *paths.output_file(run_id, index, attempt, ports[0]))
 
 
 def output_schema(store: RunStore, run_id: str, manifest: Mapping[str, Any] | None) -> list[Any]:

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from airflow_provider_rayorch.runs import paths
 from airflow_provider_rayorch.runs.attempts import read_repairs
 from airflow_provider_rayorch.runs.driver_log import driver_log_names, driver_log_uri
 from airflow_provider_rayorch.runs.history import AttemptRow, attempt_rows
 from airflow_provider_rayorch.runs.run_state import RunState, read_run_state
-from airflow_provider_rayorch.runs.uris import fs_path, join_uri
+from airflow_provider_rayorch.runs.uris import fs_path
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -107,12 +108,12 @@ def _label(value: Any) -> str:
 
 
 def _manifest_mtimes(store: RunStore, run_id: str) -> dict[int, datetime]:
-    base = posixpath.join(store.root, run_id, "manifests")
+    base = posixpath.join(store.root, *paths.manifests(run_id))
     found: dict[int, datetime] = {}
     for info in store.fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
-        name = info.base_name
-        if name.startswith("mb-") and name.endswith(".json") and info.mtime is not None:
-            found[int(name[3:-5])] = info.mtime
+        index = paths.manifest_index(info.base_name)
+        if index is not None and info.mtime is not None:
+            found[index] = info.mtime
     return found
 
 
@@ -120,7 +121,7 @@ def _output_rows(
     store: RunStore, run_id: str, mb: MicrobatchView, port: str
 ) -> list[dict[str, Any]]:
     """The committed attempt's rows: a repaired manifest names its files."""
-    default = join_uri(store.outputs_uri(run_id, mb.index), f"{port}.parquet")
+    default = store.record_uri(paths.output_file(run_id, mb.index, 1, port))
     uri = mb.files.get(port) or default  # read with the store's filesystem: its options
     table = pq.read_table(fs_path(uri), filesystem=store.fs, columns=["source", "outcome", "cause"])
     return list(table.to_pylist())

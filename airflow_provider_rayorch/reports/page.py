@@ -17,7 +17,7 @@ from urllib.parse import quote, urlencode
 
 import jinja2
 
-from airflow_provider_rayorch.runs.uris import DRIVER_LOGS
+from airflow_provider_rayorch.runs.paths import DRIVER_LOGS
 
 from . import _plots as plots
 from ._svg import duration, fmt, share

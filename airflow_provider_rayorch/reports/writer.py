@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
+from airflow_provider_rayorch.runs import paths
 from airflow_provider_rayorch.runs.uris import join_uri
 
 from ._data import load_run
@@ -40,8 +41,8 @@ __all__ = [
     "write_run_report",
 ]
 
-REPORT_NAME = "report.html"
-DATA_NAME = "report.json"
+REPORT_NAME = paths.REPORT_FILE
+DATA_NAME = paths.REPORT_DATA_FILE
 
 
 def report_uri(store: RunStore, run_id: str) -> str:
@@ -50,7 +51,7 @@ def report_uri(store: RunStore, run_id: str) -> str:
 
 
 def _path(store: RunStore, run_id: str, name: str) -> str:
-    return posixpath.join(store.root, run_id, name)
+    return posixpath.join(store.root, *paths.report(run_id)[:-1], name)
 
 
 def _read(store: RunStore, run_id: str, name: str) -> bytes | None:

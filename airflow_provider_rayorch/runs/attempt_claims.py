@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from airflow_provider_rayorch.rayorch.errors import StoreError
 
+from . import paths
 from .conditional import conditional_writes
 
 if TYPE_CHECKING:
@@ -36,14 +37,10 @@ class AttemptConflict(StoreError):
     """Another repair claimed the same attempt, or committed the microbatch meanwhile."""
 
 
-def _claim_parts(run_id: str, index: int, attempt: int) -> tuple[str, ...]:
-    return (run_id, "repairs", "claims", f"mb-{index:05d}-attempt-{attempt}.json")
-
-
 def claim_attempt(store: RunStore, run_id: str, index: int, attempt: int, owner: str) -> None:
     """Claim microbatch ``index``'s attempt ``attempt`` for ``owner``, or raise
     :class:`AttemptConflict` when another repair holds it."""
-    parts = _claim_parts(run_id, index, attempt)
+    parts = paths.claim(run_id, index, attempt)
     record = {"index": index, "attempt": attempt, "owner": owner, "at": _now()}
     data = json.dumps(record, sort_keys=True).encode()
     path = posixpath.join(store.root, *parts)

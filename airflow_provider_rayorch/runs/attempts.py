@@ -22,6 +22,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_rayorch.runs import paths
 from airflow_provider_rayorch.runs.records import WRITE_FIX, RepairRecord, validate_record
 
 if TYPE_CHECKING:
@@ -36,21 +37,12 @@ __all__ = [
 
 #: A repair record status that means its job may still write.
 REPAIR_ACTIVE = "running"
-_FOLDER = "repairs"
-
-
-def _parts(run_id: str, name: str) -> tuple[str, str, str]:
-    return (run_id, _FOLDER, name)
-
-
-def _name(index: int) -> str:
-    return f"mb-{index:05d}.json"
 
 
 def write_repair(store: RunStore, run_id: str, index: int, **record: Any) -> dict[str, Any]:
     """Write (replace) microbatch ``index``'s repair record (its message stripped of
     credential values); returns it."""
-    parts = _parts(run_id, _name(index))
+    parts = paths.repair(run_id, index)
     full = {"index": int(index), "at": datetime.now(UTC).isoformat(), "message": None, **record}
     typed = validate_record(RepairRecord, full, store.record_uri(parts), fix=WRITE_FIX)
     store.write_record(parts, typed)
@@ -58,15 +50,15 @@ def write_repair(store: RunStore, run_id: str, index: int, **record: Any) -> dic
 
 
 def read_repair(store: RunStore, run_id: str, index: int) -> dict[str, Any] | None:
-    record = store.read_record(_parts(run_id, _name(index)), RepairRecord)
+    record = store.read_record(paths.repair(run_id, index), RepairRecord)
     return None if record is None else record.to_dict()
 
 
 def read_repairs(store: RunStore, run_id: str) -> list[dict[str, Any]]:
     """Every microbatch's last repair record, by index."""
     records = []
-    for name in store.record_names((run_id, _FOLDER)):
-        record = store.read_record(_parts(run_id, name), RepairRecord)
+    for name in store.record_names(paths.repairs(run_id)):
+        record = store.read_record((*paths.repairs(run_id), name), RepairRecord)
         if record is not None:
             records.append(record.to_dict())
     return records

@@ -38,17 +38,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 import pyarrow.fs as pafs
 
 from airflow_provider_rayorch.rayorch.plain_text import strip_ansi
+from airflow_provider_rayorch.runs import paths
+from airflow_provider_rayorch.runs.paths import driver_log_name
 from airflow_provider_rayorch.runs.secrets import (
     RAY_INIT_KWARGS_ENV,
     ray_init_kwargs_from_env,
     ray_init_secrets,
     secret_option_values,
-)
-from airflow_provider_rayorch.runs.uris import (
-    DRIVER_LOGS,
-    driver_log_name,
-    driver_log_parts,
-    join_uri,
 )
 
 if TYPE_CHECKING:
@@ -82,7 +78,6 @@ MIN_SECRET_CHARS = 5
 _HIDDEN = "***"
 #: Ray's job config in a job driver's environment (its ``runtime_env``).
 _RAY_JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
-_NUMBERED = re.compile(r"^driver-(\d+)\.log$")
 #: The first line of a driver log (:func:`_header`) and its start time.
 _HEADER = re.compile(r"^RayOrch driver log of run .*?: started (\S+) on ")
 
@@ -91,26 +86,24 @@ def driver_log_names(store: RunStore, run_id: str) -> list[str]:
     """The driver logs a run keeps, numbered ones in order, then any other
     ``driver-*.log`` file by name."""
     selector = pafs.FileSelector(
-        posixpath.join(store.root, run_id, DRIVER_LOGS), allow_not_found=True
+        posixpath.join(store.root, *paths.driver_logs(run_id)), allow_not_found=True
     )
     names = [
         info.base_name
         for info in store.fs.get_file_info(selector)
-        if info.type == pafs.FileType.File
-        and info.base_name.startswith("driver-")
-        and info.base_name.endswith(".log")
+        if info.type == pafs.FileType.File and paths.is_driver_log(info.base_name)
     ]
 
     def order(name: str) -> tuple[int, int, str]:
-        numbered = _NUMBERED.match(name)
-        return (0, int(numbered.group(1)), name) if numbered else (1, 0, name)
+        number = paths.driver_log_number(name)
+        return (0, number, name) if number is not None else (1, 0, name)
 
     return sorted(names, key=order)
 
 
 def driver_log_uri(store: RunStore, run_id: str, name: str) -> str:
     """The URI of a run's driver log ``name`` (before any query string)."""
-    return join_uri(store.run_uri(run_id), DRIVER_LOGS, name)
+    return store.record_uri((*paths.driver_logs(run_id), name))
 
 
 @dataclass(frozen=True)
@@ -126,10 +119,10 @@ class StoredLog:
 
 def read_driver_log_tail(store: RunStore, run_id: str, max_chars: int = 20_000) -> StoredLog | None:
     """The last ``max_chars`` of the run's latest driver log, or None when it has none."""
-    names = [n for n in driver_log_names(store, run_id) if _NUMBERED.match(n)]
+    names = [n for n in driver_log_names(store, run_id) if paths.driver_log_number(n) is not None]
     if not names:
         return None
-    path = posixpath.join(store.root, run_id, DRIVER_LOGS, names[-1])
+    path = posixpath.join(store.root, *paths.driver_logs(run_id), names[-1])
     try:
         with store.fs.open_input_file(path) as f:
             head = bytes(f.read(512))
@@ -214,9 +207,9 @@ class DriverLog:
         self._last_copy = 0.0
         self._warned = False
         names = driver_log_names(store, run_id)
-        numbers = [int(m.group(1)) for n in names if (m := _NUMBERED.match(n))]
+        numbers = [m for n in names if (m := paths.driver_log_number(n)) is not None]
         self.number = max(numbers, default=0) + 1
-        self.parts = driver_log_parts(run_id, self.number)
+        self.parts = paths.driver_log(run_id, self.number)
         self.uri = driver_log_uri(store, run_id, driver_log_name(self.number))
 
     def redact(self, line: str) -> str:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from airflow_provider_rayorch.rayorch.errors import StoreError
+from airflow_provider_rayorch.runs import paths
 from airflow_provider_rayorch.runs.conditional import conditional_writes
 from airflow_provider_rayorch.runs.uris import join_uri
 
@@ -43,8 +44,6 @@ if TYPE_CHECKING:
     from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = ["LeaseRecord", "RepairLease", "RepairLeaseLost"]
-
-_LOCK = ("locks", "repair.json")
 
 
 class RepairLeaseLost(StoreError):
@@ -72,8 +71,8 @@ class RepairLease:
 
     def __init__(self, store: RunStore, run_id: str, owner: str, ttl_s: float = 600.0) -> None:
         self.store, self.run_id, self.owner, self.ttl_s = store, run_id, owner, float(ttl_s)
-        self.path = posixpath.join(store.root, run_id, *_LOCK)
-        self.uri = join_uri(store.uri, run_id, *_LOCK)
+        self.path = posixpath.join(store.root, *paths.lease(run_id))
+        self.uri = join_uri(store.uri, *paths.lease(run_id))
         self._writes: ConditionalWrites | None = None
 
     def __repr__(self) -> str:

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.rayorch import summary as summaries
 from airflow_provider_rayorch.rayorch.errors import DriverError
+from airflow_provider_rayorch.runs import paths
 from airflow_provider_rayorch.runs.aggregate import sample_of
 from airflow_provider_rayorch.runs.attempt_claims import AttemptConflict, claim_attempt
 from airflow_provider_rayorch.runs.commit import account_lost, fail_unstorable, root_name, rows_of
 from airflow_provider_rayorch.runs.exit_codes import EXIT_PLAN_CHANGED
 from airflow_provider_rayorch.runs.pipeline_load import plan_executor
 from airflow_provider_rayorch.runs.sources import source_columns
-from airflow_provider_rayorch.runs.uris import join_uri
 from airflow_provider_rayorch.runs.verdict import judged
 
 if TYPE_CHECKING:
@@ -234,7 +234,7 @@ def _commit_attempt(
         "sample": sample_of(per_port, ids),
         "outputs": {
             **dict(old.get("outputs") or {}),
-            "uri": join_uri(store.outputs_uri(plan.run_id, index), f"attempt-{attempt}"),
+            "uri": store.record_uri(paths.attempt_folder(plan.run_id, index, attempt)),
             "rows": sources["present"],
             "ports": ports,
         },

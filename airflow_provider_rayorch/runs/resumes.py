@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar
 
 from airflow_provider_rayorch.rayorch.errors import StoreError
+from airflow_provider_rayorch.runs import paths
 from airflow_provider_rayorch.runs.records import SCHEMA_VERSION, WRITE_FIX, Record, validate_record
 
 if TYPE_CHECKING:
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ResumeRecord", "newest_job", "read_resume", "record_resume", "successor_id"]
 
-_FOLDER = "resumes"
 _RESUMED = re.compile(r"^(?P<base>.+)-resume(?P<n>[0-9]+)$")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,150}$")
 #: No run is resumed this often; a longer chain means the records are damaged.
@@ -67,9 +67,9 @@ def successor_id(job_id: str) -> str:
     return f"{found['base']}-resume{int(found['n']) + 1}"
 
 
-def _parts(run_id: str, job_id: str) -> tuple[str, str, str]:
+def _parts(run_id: str, job_id: str) -> tuple[str, ...]:
     name = job_id if _SAFE_NAME.match(job_id) else hashlib.sha256(job_id.encode()).hexdigest()
-    return (run_id, _FOLDER, f"{name}.json")
+    return paths.resume(run_id, name)
 
 
 def read_resume(store: RunStore, run_id: str, job_id: str) -> ResumeRecord | None:
@@ -87,7 +87,7 @@ def newest_job(store: RunStore, run_id: str, job_id: str) -> str:
         current = record.job_id
     raise StoreError(
         f"run {run_id!r}: more than {MAX_CHAIN} resume records follow job {job_id!r} in "
-        f"{store.record_uri((run_id, _FOLDER))}: the records are damaged; delete that "
+        f"{store.record_uri(paths.resumes(run_id))}: the records are damaged; delete that "
         "folder, then clear the run's submit task with Downstream to resume the run"
     )
 

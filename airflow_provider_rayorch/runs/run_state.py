@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from airflow_provider_rayorch.rayorch.errors import StoreError
+from airflow_provider_rayorch.runs import paths
+from airflow_provider_rayorch.runs.paths import RUN_STATE_FILE
 from airflow_provider_rayorch.runs.records import SCHEMA_VERSION, Record, sanitize_message
 from airflow_provider_rayorch.runs.state_rule import (
     STALE_AFTER,
@@ -62,7 +64,6 @@ __all__ = [
     "write_run_state",
 ]
 
-RUN_STATE_FILE = "run_state.json"
 #: While no microbatch commits, the driver rewrites its ``running`` record this often.
 BEAT_EVERY = timedelta(minutes=5)
 
@@ -108,8 +109,8 @@ class RunStateRecord(Record):
         return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
-def _parts(run_id: str) -> tuple[str, str]:
-    return (run_id, RUN_STATE_FILE)
+def _parts(run_id: str) -> tuple[str, ...]:
+    return paths.run_state(run_id)
 
 
 def read_run_state_record(store: RunStore, run_id: str) -> RunStateRecord | None:

@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from airflow_provider_rayorch.rayorch.errors import StoreError
+from airflow_provider_rayorch.runs.paths import listing_file as _parts
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -79,10 +80,6 @@ def listing_digest(rows: Iterable[Any]) -> str:
     for row in rows:
         digest.update(_row_text(row))
     return digest.hexdigest()
-
-
-def _parts(run_id: str, name: str, index: int) -> tuple[str, ...]:
-    return (run_id, "sources", name, f"mb-{index:05d}.parquet")
 
 
 class _FileWriter:

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
+from airflow_provider_rayorch.runs import paths
 from airflow_provider_rayorch.runs.history import stale_run_manifest
 from airflow_provider_rayorch.runs.job_status import JobStatus
 
@@ -238,15 +239,15 @@ def _from_run_state(facts: RunFacts, now: datetime, stale_after: timedelta) -> R
 
 #: Files that are no fact about the run's progress: the record carries its own time, and
 #: a report is rewritten whenever anyone renders one (a refused repair, for example).
-_NOT_FACTS = ("job_state.json", "report.")
+_NOT_FACTS = (paths.JOB_STATE_FILE, paths.REPORT_FILE, paths.REPORT_DATA_FILE)
 
 
 def last_write(store: RunStore, run_id: str) -> datetime | None:
     """Newest modification time of the run's plan, manifests, run manifest and repair
     records (UTC): the newest fact the run store holds besides the job-state record."""
-    base = posixpath.join(store.root, run_id)
     times = []
-    for path in (base, posixpath.join(base, "manifests"), posixpath.join(base, "repairs")):
+    for parts in ((run_id,), paths.manifests(run_id), paths.repairs(run_id)):
+        path = posixpath.join(store.root, *parts)
         for info in store.fs.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
             if info.type == pafs.FileType.File and info.mtime is not None:
                 if info.base_name.startswith(_NOT_FACTS):

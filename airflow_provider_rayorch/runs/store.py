@@ -1,8 +1,8 @@
 """The run store: plan records, per-microbatch outputs and manifests, run manifests.
 
 A run store is a filesystem URI (a local path, ``file://``, ``s3://``, ``gs://``, ...)
-opened through :mod:`pyarrow.fs`. Layout of one run (docs/run-store.md has every
-file and field)::
+opened through :mod:`pyarrow.fs`. Layout of one run (:mod:`.paths` computes every
+path; docs/run-store.md has every file and field)::
 
     <root>/<run_id>/plan.json                         the plan record (written first)
     <root>/<run_id>/sources/<listing>/mb-00003.parquet   microbatch 3's source rows
@@ -38,6 +38,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from airflow_provider_rayorch.rayorch.errors import StoreError
+from airflow_provider_rayorch.runs import paths
 from airflow_provider_rayorch.runs.job_status import JobStatus
 from airflow_provider_rayorch.runs.records import (
     PLAN_VERSION,
@@ -73,9 +74,6 @@ __all__ = [
     "sanitize_message",
 ]
 
-_PLAN = "plan.json"
-_RUN = "run.json"
-_JOB_STATE = "job_state.json"
 #: Where to change the run store, for errors that say it cannot be written.
 _SETTING = (
     "If that location does not exist, cannot be created or is read-only here, set "
@@ -112,14 +110,10 @@ class RunStore:
 
     def outputs_uri(self, run_id: str, index: int | None = None) -> str:
         """Where a run's (or one microbatch's) output Parquet files live."""
-        base = join_uri(self.uri, run_id, "outputs")
-        return base if index is None else join_uri(base, f"mb-{index:05d}")
+        return join_uri(self.uri, *paths.outputs(run_id, index))
 
     def _path(self, run_id: str, *parts: str) -> str:
         return posixpath.join(self.root, run_id, *parts)
-
-    def _manifest_parts(self, run_id: str, index: int) -> tuple[str, ...]:
-        return (run_id, "manifests", f"mb-{index:05d}.json")
 
     def _refuse_a_file_in_the_way(self) -> None:
         """A local store's root, or a folder above it, that is a file: refused, naming it."""
@@ -140,7 +134,7 @@ class RunStore:
 
     # -- records (the one place a JSON record is written or read) ----------------------
     def record_uri(self, parts: Sequence[str]) -> str:
-        """The URI of the record at ``parts`` (``(run_id, "repairs", "mb-00003.json")``)."""
+        """The URI of the record at ``parts`` (one of :mod:`.paths`)."""
         return join_uri(self.uri, *parts)
 
     def write_record(self, parts: Sequence[str], record: Record) -> None:
@@ -159,7 +153,7 @@ class RunStore:
         return sorted(
             info.base_name
             for info in self.fs.get_file_info(selector)
-            if info.type == pafs.FileType.File and info.base_name.endswith(".json")
+            if info.type == pafs.FileType.File and paths.is_record(info.base_name)
         )
 
     def exists(self, parts: Sequence[str]) -> bool:
@@ -238,13 +232,13 @@ class RunStore:
                     "version": PLAN_VERSION,
                 }
             )
-        self.write_bytes((plan.run_id, _PLAN), plan.to_json().encode())
+        self.write_bytes(paths.plan(plan.run_id), plan.to_json().encode())
         plan._listed = SourceRows(self, plan)
         return plan
 
     def read_plan(self, run_id: str) -> PlanRecord | None:
         """The plan record; its ``rows`` read its source listing a microbatch at a time."""
-        plan = self.read_record((run_id, _PLAN), PlanRecord)
+        plan = self.read_record(paths.plan(run_id), PlanRecord)
         if plan is not None:
             plan._listed = SourceRows(self, plan)
         return plan
@@ -273,7 +267,7 @@ class RunStore:
                 self.fs.delete_dir(path)
                 return
             for info in self.fs.get_file_info(pafs.FileSelector(path)):
-                if info.base_name == "sources" and info.type == pafs.FileType.Directory:
+                if info.base_name == paths.SOURCES and info.type == pafs.FileType.Directory:
                     for listing in self.fs.get_file_info(pafs.FileSelector(info.path)):
                         if listing.base_name != keep_listing:
                             self._delete_path(listing)
@@ -284,7 +278,7 @@ class RunStore:
 
     def delete_listing(self, run_id: str, listing: str) -> None:
         """Remove the source listing ``listing`` of ``run_id`` (one no plan names)."""
-        path = self._path(run_id, "sources", listing)
+        path = self._path(*paths.listing(run_id, listing))
         try:
             self._delete_path(self.fs.get_file_info(path))
         except OSError as exc:
@@ -299,12 +293,12 @@ class RunStore:
     # -- microbatches ------------------------------------------------------------
     def committed(self, run_id: str) -> frozenset[int]:
         """Indices of the committed microbatches (those whose manifest exists)."""
-        names = self.record_names((run_id, "manifests"))
-        return frozenset(int(n[3:-5]) for n in names if n.startswith("mb-"))
+        found = (paths.manifest_index(n) for n in self.record_names(paths.manifests(run_id)))
+        return frozenset(i for i in found if i is not None)
 
     def read_manifest(self, run_id: str, index: int) -> dict[str, Any] | None:
         """Microbatch ``index``'s manifest (its lineage summary and commit fields)."""
-        record = self.read_record(self._manifest_parts(run_id, index), MicrobatchManifest)
+        record = self.read_record(paths.manifest(run_id, index), MicrobatchManifest)
         return None if record is None else record.to_dict()
 
     def manifests(self, run_id: str) -> list[dict[str, Any]]:
@@ -332,8 +326,8 @@ class RunStore:
         driver fails such sources before writing, see :mod:`.commit`).
         """
         values = [value if outcome == "present" else None for outcome, _, value in rows]
-        folder = self._attempt_folder(index, attempt)
-        path = self._path(run_id, "outputs", *folder, f"{port}.parquet")
+        parts = paths.output_file(run_id, index, attempt, port)
+        path = posixpath.join(self.root, *parts)
         ids = (
             list(sources)
             if sources is not None
@@ -350,12 +344,7 @@ class RunStore:
                 self._write_table(path, ids, rows, value_col, meta)
         except OSError as exc:
             raise self._unwritable(exc) from exc
-        return join_uri(self.outputs_uri(run_id), *folder, f"{port}.parquet")
-
-    @staticmethod
-    def _attempt_folder(index: int, attempt: int) -> tuple[str, ...]:
-        mb = f"mb-{index:05d}"
-        return (mb,) if attempt <= 1 else (mb, f"attempt-{attempt}")
+        return join_uri(self.uri, *parts)
 
     def _write_table(
         self,
@@ -378,7 +367,7 @@ class RunStore:
 
     def commit_microbatch(self, run_id: str, index: int, manifest: Mapping[str, Any]) -> None:
         """Write a microbatch manifest atomically; from now on the microbatch is committed."""
-        parts = self._manifest_parts(run_id, index)
+        parts = paths.manifest(run_id, index)
         self.write_record(parts, self._summary(MicrobatchManifest, manifest, parts))
 
     def manifest_version(self, run_id: str, index: int) -> str | None:
@@ -386,7 +375,7 @@ class RunStore:
         :meth:`replace_manifest`; needs the store's conditional writes."""
         from .conditional import conditional_writes
 
-        path = posixpath.join(self.root, *self._manifest_parts(run_id, index))
+        path = posixpath.join(self.root, *paths.manifest(run_id, index))
         current = conditional_writes(self).read(path)
         return None if current is None else current[1]
 
@@ -397,7 +386,7 @@ class RunStore:
         another writer replaced it since (nothing is written then)."""
         from .conditional import conditional_writes
 
-        parts = self._manifest_parts(run_id, index)
+        parts = paths.manifest(run_id, index)
         data = encode_record(self._summary(MicrobatchManifest, manifest, parts))
         path = posixpath.join(self.root, *parts)
         return conditional_writes(self).replace_if_unchanged(path, data, version) is not None
@@ -420,9 +409,7 @@ class RunStore:
         (``attempt`` and ``files``), or attempt 1's file for older manifests."""
         manifest = self.read_manifest(run_id, index) or {}
         attempt = int(manifest.get("attempt") or 1)
-        path = self._path(
-            run_id, "outputs", *self._attempt_folder(index, attempt), f"{port}.parquet"
-        )
+        path = posixpath.join(self.root, *paths.output_file(run_id, index, attempt, port))
         table = pq.read_table(path, filesystem=self.fs)
         values = decode_values(table.column("value").to_pylist(), table.schema.metadata)
         rows = table.to_pylist()
@@ -433,16 +420,16 @@ class RunStore:
     # -- run manifest ----------------------------------------------------------------
     def write_run_manifest(self, run_id: str, summary: Mapping[str, Any]) -> None:
         """Write the run manifest (the run's lineage summary) atomically."""
-        parts = (run_id, _RUN)
+        parts = paths.run_manifest(run_id)
         self.write_record(parts, self._summary(RunManifest, summary, parts))
 
     def read_run_manifest(self, run_id: str) -> dict[str, Any] | None:
-        record = self.read_record((run_id, _RUN), RunManifest)
+        record = self.read_record(paths.run_manifest(run_id), RunManifest)
         return None if record is None else record.to_dict()
 
     def clear_run_manifest(self, run_id: str) -> None:
         """Forget a previous run manifest (a resumed run writes a new one)."""
-        self.delete((run_id, _RUN))
+        self.delete(paths.run_manifest(run_id))
 
     # -- job state -------------------------------------------------------------------
     def write_job_state(self, run_id: str, job_status: str, message: str | None = None) -> None:
@@ -456,11 +443,11 @@ class RunStore:
             message=message,
             at=datetime.now(UTC).isoformat(),
         )
-        self.write_record((run_id, _JOB_STATE), record)
+        self.write_record(paths.job_state(run_id), record)
 
     def read_job_state(self, run_id: str) -> dict[str, Any] | None:
         """``{"job_status", "message", "at"}`` as last written, or None if never written."""
-        record = self.read_record((run_id, _JOB_STATE), JobStateRecord)
+        record = self.read_record(paths.job_state(run_id), JobStateRecord)
         return None if record is None else record.to_dict()
 
 
@@ -483,6 +470,6 @@ def read_summary_outputs(
     if not mb:
         return store.read_outputs(run_id, port)
     index = int(mb["index"])
-    if not store.exists(store._manifest_parts(run_id, index)):  # not committed
+    if not store.exists(paths.manifest(run_id, index)):  # not committed
         return []
     return store.read_microbatch_rows(run_id, index, port)

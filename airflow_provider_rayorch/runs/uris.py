@@ -23,6 +23,8 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import pyarrow.fs as pafs
 
 from airflow_provider_rayorch.rayorch.errors import StoreError
+from airflow_provider_rayorch.runs.paths import DRIVER_LOGS, driver_log_name
+from airflow_provider_rayorch.runs.paths import driver_log as driver_log_parts
 from airflow_provider_rayorch.runs.secrets import (
     RunStoreSettingError,
     check_uri,
@@ -47,8 +49,6 @@ __all__ = [
 ]
 
 _OPTIONS = "run_store_options"
-#: The folder of a run that holds its drivers' logs.
-DRIVER_LOGS = "logs"
 #: query values pyarrow's ``from_uri`` reads as booleans
 _BOOLEAN_WORDS = {"true": True, "false": False}
 #: pyarrow's URI opener (a module attribute, so a test can stand in for AWS)
@@ -122,17 +122,6 @@ def store_root_of(outputs_uri: str, run_id: str) -> str | None:
         return None
     root = base[: base.rindex(marker)]
     return f"{root}?{query}" if query else root
-
-
-def driver_log_name(number: int) -> str:
-    """The file name of a run's ``number``-th driver log (``driver-2.log``)."""
-    return f"driver-{int(number)}.log"
-
-
-def driver_log_parts(run_id: str, number: int) -> tuple[str, str, str]:
-    """Where a run's ``number``-th driver log lives, under the store's root:
-    ``<run_id>/logs/driver-<number>.log``."""
-    return (run_id, DRIVER_LOGS, driver_log_name(number))
 
 
 def _query_options(query: str) -> dict[str, Any]:
