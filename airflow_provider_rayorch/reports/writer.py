@@ -4,20 +4,18 @@ render a report from the store on request.
 ``report.json`` holds what only the driver knows (:mod:`.measure`); everything else
 comes from the run store when a page is rendered, so a page always shows the run as
 it is now. ``report.html`` is the same template rendered at write time, for users
-who open the run store's files directly (it is never served by the plugin).
+who open the run store's files directly (it is never served by the plugin). Both are
+read and written through the run store's byte I/O (atomic writes; a store that cannot
+be written raises ``StoreError``); a report is rendered from the measurements in
+memory, never from the file just written.
 """
 
 from __future__ import annotations
 
-import posixpath
-import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import pyarrow.fs as pafs
-
 from airflow_provider_rayorch.runs import paths
-from airflow_provider_rayorch.runs.uris import join_uri
 
 from ._data import load_run
 from ._live import live_view
@@ -47,33 +45,7 @@ DATA_NAME = paths.REPORT_DATA_FILE
 
 def report_uri(store: RunStore, run_id: str) -> str:
     """Where the kept report of ``run_id`` lives (a path for local stores, else a URI)."""
-    return join_uri(store.run_uri(run_id), REPORT_NAME)  # before a query string
-
-
-def _path(store: RunStore, run_id: str, name: str) -> str:
-    return posixpath.join(store.root, *paths.report(run_id)[:-1], name)
-
-
-def _read(store: RunStore, run_id: str, name: str) -> bytes | None:
-    try:
-        with store.fs.open_input_stream(_path(store, run_id, name)) as f:
-            return bytes(f.read())
-    except FileNotFoundError:
-        return None
-
-
-def _put(store: RunStore, run_id: str, name: str, data: bytes) -> None:
-    """Replace one file atomically: a renamed temporary file locally, one put elsewhere."""
-    path = _path(store, run_id, name)
-    store.fs.create_dir(posixpath.dirname(path), recursive=True)
-    if isinstance(store.fs, pafs.LocalFileSystem):
-        tmp = f"{path}.tmp-{uuid.uuid4().hex}"
-        with store.fs.open_output_stream(tmp) as f:
-            f.write(data)
-        store.fs.move(tmp, path)
-    else:  # object stores: a single put is atomic
-        with store.fs.open_output_stream(path) as f:
-            f.write(data)
+    return store.record_uri(paths.report(run_id))  # before a query string
 
 
 def read_report_data(store: RunStore, run_id: str) -> ReportData | None:
@@ -81,10 +53,9 @@ def read_report_data(store: RunStore, run_id: str) -> ReportData | None:
 
     :raises ReportDataError: the file does not parse (naming it and the fix).
     """
-    raw = _read(store, run_id, DATA_NAME)
-    if raw is None:
-        return None
-    return ReportData.from_json(raw, join_uri(store.run_uri(run_id), DATA_NAME))
+    parts = paths.report_data(run_id)
+    raw = store.read_bytes(parts)
+    return None if raw is None else ReportData.from_json(raw, store.record_uri(parts))
 
 
 def _measured(
@@ -136,6 +107,35 @@ def render_run_report(
         reads the same few records whatever the number of committed microbatches).
     """
     data, damaged = _measured(store, run_id, timeline, calls, microbatches)
+    return _render(
+        store,
+        run_id,
+        data,
+        damaged,
+        generated_at=generated_at,
+        focus=focus,
+        form=form,
+        stylesheet=stylesheet,
+        kept=kept,
+        live=live,
+    )
+
+
+def _render(
+    store: RunStore,
+    run_id: str,
+    data: ReportData | None,
+    damaged: str | None,
+    *,
+    generated_at: datetime | None = None,
+    focus: int | None = None,
+    form: SourceForm | None = None,
+    stylesheet: str | None = None,
+    kept: bool = False,
+    live: RunAggregate | None = None,
+) -> str:
+    """The report's HTML from the run store and the measurements ``data`` (``damaged``:
+    why the stored ones could not be read)."""
     timings = None
     if data is not None and data.timings is not None:
         timings = {t.index: t.model_dump() for t in data.timings}
@@ -164,15 +164,15 @@ def write_run_report(
     kept ``report.html`` from the store (``live``: from the driver's running aggregate,
     see :func:`render_run_report`); returns the kept report's URI. Without
     measurements (after a repair) the stored ones stay and the page is rendered again."""
-    data, _ = _measured(store, run_id, timeline, calls, microbatches)
+    data, damaged = _measured(store, run_id, timeline, calls, microbatches)
     if data is not None and (timeline or calls or microbatches is not None):
-        _put(store, run_id, DATA_NAME, data.to_json().encode("utf-8"))
-    html = render_run_report(store, run_id, kept=True, live=live)
-    _put(store, run_id, REPORT_NAME, html.encode("utf-8"))
+        store.write_bytes(paths.report_data(run_id), data.to_json().encode("utf-8"))
+    html = _render(store, run_id, data, damaged, kept=True, live=live)
+    store.write_bytes(paths.report(run_id), html.encode("utf-8"))
     return report_uri(store, run_id)
 
 
 def read_run_report(store: RunStore, run_id: str) -> str | None:
     """The kept report's HTML, or None when none was written."""
-    raw = _read(store, run_id, REPORT_NAME)
+    raw = store.read_bytes(paths.report(run_id))
     return None if raw is None else raw.decode("utf-8")
