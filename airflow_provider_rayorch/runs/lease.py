@@ -2,9 +2,11 @@
 
 The lease is one record, ``<root>/<run_id>/locks/repair.json``::
 
-    {"version": 1, "owner": "dag/run/task[0] try 2", "expires": 1767225600.0, "nonce": "..."}
+    {"schema_version": 1, "owner": "dag/run/task[0] try 2", "expires": 1767225600.0,
+     "nonce": "..."}
 
-``owner`` is null once released. The rule, and the only place it lives:
+``owner`` is null once released. A lease written as ``{"version": 1, ...}`` (or with no
+version) reads as schema version 1. The rule, and the only place it lives:
 
 - the lease may be taken when it is absent, released, expired (``expires`` is past),
   or already ours (same ``owner``);
@@ -27,17 +29,23 @@ store whose filesystem cannot write conditionally refuses to take a lease
 
 from __future__ import annotations
 
+import json
 import posixpath
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ConfigDict
 
 from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.runs import paths
 from airflow_provider_rayorch.runs.conditional import conditional_writes
-from airflow_provider_rayorch.runs.uris import join_uri
+from airflow_provider_rayorch.runs.records import (
+    SCHEMA_VERSION,
+    Record,
+    encode_record,
+    validate_record,
+)
 
 if TYPE_CHECKING:
     from airflow_provider_rayorch.runs.conditional import ConditionalWrites
@@ -50,12 +58,16 @@ class RepairLeaseLost(StoreError):
     """A holder's lease was taken over (it had expired) before it renewed it."""
 
 
-class LeaseRecord(BaseModel):
-    """The stored lease (see the module docstring)."""
+class LeaseRecord(Record):
+    """``locks/repair.json``: the run's repair lease (see the module docstring)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    KIND: ClassVar[str] = "repair lease"
+    FIX: ClassVar[str] = (
+        "if no repair of the run is running, delete the file and clear the task again"
+    )
 
-    version: Literal[1] = 1
+    schema_version: int = SCHEMA_VERSION
     owner: str | None
     expires: float
     #: unique per write, so each version has its own token
@@ -65,14 +77,27 @@ class LeaseRecord(BaseModel):
         """May ``owner`` take this lease at ``now``?"""
         return self.owner is None or self.owner == owner or self.expires <= now
 
+    @classmethod
+    def decode(cls, data: bytes, uri: str) -> LeaseRecord:
+        """The stored lease; its first shape's ``version`` key is its schema version.
+        :class:`StoreError` naming ``uri`` when it does not parse or has another version."""
+        try:
+            raw = json.loads(data)
+        except ValueError as exc:
+            raise StoreError(f"{cls.KIND} {uri} is not JSON ({exc}); {cls.FIX}") from None
+        if isinstance(raw, dict) and "version" in raw and cls.VERSION_FIELD not in raw:
+            raw[cls.VERSION_FIELD] = raw.pop("version")
+        return validate_record(cls, raw, uri)
+
 
 class RepairLease:
     """The repair lease of one run, as ``owner`` (for example a task instance) sees it."""
 
     def __init__(self, store: RunStore, run_id: str, owner: str, ttl_s: float = 600.0) -> None:
         self.store, self.run_id, self.owner, self.ttl_s = store, run_id, owner, float(ttl_s)
-        self.path = posixpath.join(store.root, *paths.lease(run_id))
-        self.uri = join_uri(store.uri, *paths.lease(run_id))
+        self.parts = paths.lease(run_id)
+        self.path = posixpath.join(store.root, *self.parts)
+        self.uri = store.record_uri(self.parts)
         self._writes: ConditionalWrites | None = None
 
     def __repr__(self) -> str:
@@ -80,24 +105,18 @@ class RepairLease:
 
     # -- reading (any store) -------------------------------------------------------------
     def _parse(self, data: bytes) -> LeaseRecord:
-        try:
-            return LeaseRecord.model_validate_json(data)
-        except ValidationError as exc:
-            raise StoreError(
-                f"repair lease {self.uri} is not a lease record this version can read "
-                f"({exc.error_count()} problem(s), first: {exc.errors()[0]['msg']}); if no "
-                "repair of the run is running, delete the file and clear the task again"
-            ) from None
+        return LeaseRecord.decode(data, self.uri)
+
+    def held(self) -> LeaseRecord | None:
+        """The lease as stored while someone holds it (expired or not); None when free."""
+        data = self.store.read_bytes(self.parts)
+        record = None if data is None else self._parse(data)
+        return None if record is None or record.owner is None else record
 
     def holder(self) -> dict[str, Any] | None:
-        """``{"owner", "expires"}`` of the current holder (expired or not), or None when
-        the lease is free."""
-        try:
-            with self.store.fs.open_input_stream(self.path) as f:
-                record = self._parse(bytes(f.read()))
-        except FileNotFoundError:
-            return None
-        return None if record.owner is None else {"owner": record.owner, "expires": record.expires}
+        """``{"owner", "expires"}`` of :meth:`held`, or None when the lease is free."""
+        record = self.held()
+        return None if record is None else {"owner": record.owner, "expires": record.expires}
 
     # -- changing (conditional writes only) ------------------------------------------------
     def _conditional(self) -> ConditionalWrites:
@@ -110,8 +129,7 @@ class RepairLease:
         return None if found is None else (self._parse(found[0]), found[1])
 
     def _record(self, owner: str | None, expires: float) -> bytes:
-        record = LeaseRecord(owner=owner, expires=expires, nonce=uuid.uuid4().hex)
-        return record.model_dump_json().encode()
+        return encode_record(LeaseRecord(owner=owner, expires=expires, nonce=uuid.uuid4().hex))
 
     def _mine(self) -> bytes:
         return self._record(self.owner, time.time() + self.ttl_s)

@@ -3,13 +3,19 @@ writes, and a repair commits only over the manifest it read."""
 
 from __future__ import annotations
 
+import json
 import os
 from typing import TYPE_CHECKING
 
 import pytest
 
+from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.runs import driver
-from airflow_provider_rayorch.runs.attempt_claims import AttemptConflict, claim_attempt
+from airflow_provider_rayorch.runs.attempt_claims import (
+    AttemptConflict,
+    claim_attempt,
+    read_claim,
+)
 
 from ..airflow.test_repair_driver import _first_run_with_failures
 
@@ -27,6 +33,39 @@ def test_an_attempt_is_claimed_once(tmp_path: Path) -> None:
     with pytest.raises(AttemptConflict, match="attempt 2 is already claimed"):
         claim_attempt(store, "run", 3, 2, owner="second")
     claim_attempt(store, "run", 3, 3, owner="second")  # the next attempt is free
+
+
+def test_a_claim_is_a_versioned_record_and_the_conflict_names_its_holder(
+    tmp_path: Path,
+) -> None:
+    from airflow_provider_rayorch.runs.store import RunStore
+
+    store = RunStore(str(tmp_path))
+    claim_attempt(store, "run", 3, 2, owner="first")
+    stored = json.loads((tmp_path / "run/repairs/claims/mb-00003-attempt-2.json").read_text())
+    assert stored["schema_version"] == 1
+    claim = read_claim(store, "run", 3, 2)
+    assert claim is not None
+    assert (claim.index, claim.attempt, claim.owner) == (3, 2, "first")
+    with pytest.raises(AttemptConflict, match="already claimed by 'first'"):
+        claim_attempt(store, "run", 3, 2, owner="second")
+    assert read_claim(store, "run", 3, 4) is None
+
+
+def test_an_unversioned_claim_still_reads_and_a_newer_one_is_refused(tmp_path: Path) -> None:
+    from airflow_provider_rayorch.runs.store import RunStore
+
+    store = RunStore(str(tmp_path))
+    folder = tmp_path / "run" / "repairs" / "claims"
+    folder.mkdir(parents=True)
+    old = {"index": 1, "attempt": 2, "owner": "old", "at": "2026-01-01T00:00:00+00:00"}
+    (folder / "mb-00001-attempt-2.json").write_text(json.dumps(old))
+    claim = read_claim(store, "run", 1, 2)
+    assert claim is not None
+    assert (claim.owner, claim.schema_version) == ("old", 1)
+    (folder / "mb-00001-attempt-3.json").write_text(json.dumps({**old, "schema_version": 9}))
+    with pytest.raises(StoreError, match=r"attempt claim .*mb-00001-attempt-3.json has schema"):
+        read_claim(store, "run", 1, 3)
 
 
 def test_a_manifest_is_replaced_only_over_the_version_read(tmp_path: Path) -> None:

@@ -103,8 +103,38 @@ def test_a_lease_record_this_version_cannot_read_is_refused_naming_its_file(
 ) -> None:
     _lock(tmp_path).parent.mkdir(parents=True)
     _lock(tmp_path).write_text(json.dumps({"version": 2, "owner": "x", "expires": 0.0}))
-    with pytest.raises(StoreError, match=r"repair lease .*r/locks/repair.json is not a lease"):
+    with pytest.raises(
+        StoreError, match=r"repair lease .*r/locks/repair.json has schema version 2"
+    ):
         RepairLease(store, "r", "new").acquire()
+
+
+def test_a_lease_of_the_first_shape_reads_as_schema_version_1(
+    store: RunStore, tmp_path: Path
+) -> None:
+    _lock(tmp_path).parent.mkdir(parents=True)
+    first = {"version": 1, "owner": "old", "expires": 5.0, "nonce": "n"}
+    _lock(tmp_path).write_text(json.dumps(first))
+    held = RepairLease(store, "r", "new").held()
+    assert held is not None
+    assert (held.owner, held.expires, held.schema_version) == ("old", 5.0, 1)
+
+
+def test_a_lease_is_written_with_its_schema_version(store: RunStore, tmp_path: Path) -> None:
+    assert RepairLease(store, "r", "a").acquire()
+    stored = json.loads(_lock(tmp_path).read_text())
+    assert stored["schema_version"] == 1
+    assert stored["owner"] == "a"
+    assert "version" not in stored
+
+
+def test_a_lease_that_is_not_json_is_refused_naming_its_file(
+    store: RunStore, tmp_path: Path
+) -> None:
+    _lock(tmp_path).parent.mkdir(parents=True)
+    _lock(tmp_path).write_text("{not json")
+    with pytest.raises(StoreError, match=r"repair lease .*r/locks/repair.json is not JSON"):
+        RepairLease(store, "r", "new").holder()
 
 
 def test_a_store_without_conditional_writes_refuses_to_take_a_lease(tmp_path: Path) -> None:
