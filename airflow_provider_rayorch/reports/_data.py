@@ -11,7 +11,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from airflow_provider_rayorch.runs import paths
-from airflow_provider_rayorch.runs.attempts import read_repairs
+from airflow_provider_rayorch.runs.attempts import repair_records
 from airflow_provider_rayorch.runs.driver_log import driver_log_names, driver_log_uri
 from airflow_provider_rayorch.runs.history import AttemptRow, attempt_rows
 from airflow_provider_rayorch.runs.run_state import RunState, read_run_state
@@ -202,12 +202,12 @@ def load_run(
             grains[key] += mb.grains.get(key, 0)
     view.sources, view.grains = counts, grains
     view.total_sources = view.total_sources or sum(mb.count for mb in view.microbatches)
-    run = store.read_run_manifest(run_id)
+    run = store.run_manifest_record(run_id)
     if run is not None:
-        view.elapsed_s = float(run.get("elapsed_s") or 0.0)
+        view.elapsed_s = run.elapsed_s or 0.0
     state = read_run_state(store, run_id, now=now, manifests=list(manifests.values()))
     apply_state(view, state)
-    view.attempts = attempt_rows(manifests, read_repairs(store, run_id))
+    view.attempts = attempt_rows(manifests, repair_records(store, run_id))
     view.driver_logs = [
         (name, driver_log_uri(store, run_id, name)) for name in driver_log_names(store, run_id)
     ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime  # noqa: TC003 (documented signature)
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_rayorch.runs.attempts import read_repairs
+from airflow_provider_rayorch.runs.attempts import repair_records
 from airflow_provider_rayorch.runs.driver_log import driver_log_names, driver_log_uri
 from airflow_provider_rayorch.runs.history import attempt_rows
 from airflow_provider_rayorch.runs.run_state import read_run_state
@@ -48,16 +48,16 @@ def live_view(
         view.microbatches.append(mb)
     _times(store, run_id, view.microbatches, timings or {})
     view.sources, view.grains = dict(agg.totals), dict(agg.grains)
-    run = store.read_run_manifest(run_id)
+    run = store.run_manifest_record(run_id)
     if run is not None:
-        view.elapsed_s = float(run.get("elapsed_s") or 0.0)
+        view.elapsed_s = run.elapsed_s or 0.0
     histories = {
         i: {"microbatch": {"index": i}, "attempt": mb.attempt, "attempts": mb.attempts}
         for i, mb in agg.microbatches.items()
         if mb.attempts
     }
     apply_state(view, read_run_state(store, run_id, now=now))
-    view.attempts = attempt_rows(histories, read_repairs(store, run_id))
+    view.attempts = attempt_rows(histories, repair_records(store, run_id))
     view.driver_logs = [
         (name, driver_log_uri(store, run_id, name)) for name in driver_log_names(store, run_id)
     ]

@@ -48,7 +48,7 @@ def read_source_page(store: RunStore, run_id: str, page: int, size: int = PAGE_R
         if first + count <= lo or first >= hi:
             continue
         labels = microbatch_labels(store, plan, index)
-        manifest = store.read_manifest(run_id, index)
+        manifest = store.manifest_record(run_id, index)
         wanted = range(max(lo, first), min(hi, first + count))
         if manifest is None:
             out.rows += [
@@ -63,10 +63,10 @@ def read_source_page(store: RunStore, run_id: str, page: int, size: int = PAGE_R
                 for s in wanted
             ]
             continue
-        ports = [str(p) for p in (manifest.get("outputs") or {}).get("ports") or ["out"]]
+        ports = list((manifest.outputs.ports if manifest.outputs else None) or ["out"])
         out.multi_port = out.multi_port or len(ports) > 1
-        mb = MicrobatchView(index, first, count, str(manifest.get("state") or "success"))
-        mb.files = {str(k): str(v) for k, v in (manifest.get("files") or {}).items()}
+        mb = MicrobatchView(index, first, count, manifest.state or "success")
+        mb.files = dict(manifest.files or {})
         for port in ports:
             for row in _output_rows(store, run_id, mb, port):
                 source = int(row["source"])

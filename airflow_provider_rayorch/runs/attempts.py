@@ -32,6 +32,8 @@ __all__ = [
     "REPAIR_ACTIVE",
     "read_repair",
     "read_repairs",
+    "repair_record",
+    "repair_records",
     "write_repair",
 ]
 
@@ -49,16 +51,26 @@ def write_repair(store: RunStore, run_id: str, index: int, **record: Any) -> dic
     return typed.to_dict()
 
 
+def repair_record(store: RunStore, run_id: str, index: int) -> RepairRecord | None:
+    """Microbatch ``index``'s last repair record, None if it was never repaired."""
+    return store.read_record(paths.repair(run_id, index), RepairRecord)
+
+
+def repair_records(store: RunStore, run_id: str) -> list[RepairRecord]:
+    """Every microbatch's last repair record, by index."""
+    found = (
+        store.read_record((*paths.repairs(run_id), name), RepairRecord)
+        for name in store.record_names(paths.repairs(run_id))
+    )
+    return [record for record in found if record is not None]
+
+
 def read_repair(store: RunStore, run_id: str, index: int) -> dict[str, Any] | None:
-    record = store.read_record(paths.repair(run_id, index), RepairRecord)
+    """:func:`repair_record` as JSON values."""
+    record = repair_record(store, run_id, index)
     return None if record is None else record.to_dict()
 
 
 def read_repairs(store: RunStore, run_id: str) -> list[dict[str, Any]]:
-    """Every microbatch's last repair record, by index."""
-    records = []
-    for name in store.record_names(paths.repairs(run_id)):
-        record = store.read_record((*paths.repairs(run_id), name), RepairRecord)
-        if record is not None:
-            records.append(record.to_dict())
-    return records
+    """:func:`repair_records` as JSON values."""
+    return [record.to_dict() for record in repair_records(store, run_id)]

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
+    from airflow_provider_rayorch.runs.records import RepairRecord
+
 __all__ = ["AttemptRow", "attempt_rows", "repairs_note", "stale_run_manifest"]
 
 
@@ -58,7 +60,7 @@ def _from_manifest(index: int, entry: Mapping[str, Any]) -> AttemptRow:
 
 
 def attempt_rows(
-    manifests: Mapping[int, Mapping[str, Any]], repairs: Iterable[Mapping[str, Any]]
+    manifests: Mapping[int, Mapping[str, Any]], repairs: Iterable[RepairRecord]
 ) -> list[AttemptRow]:
     """Every attempt of the microbatches that were repaired (or whose repair was
     tried), by microbatch then attempt; an unrepaired microbatch has none."""
@@ -68,8 +70,7 @@ def attempt_rows(
             row = _from_manifest(index, entry)
             rows[(index, row.attempt)] = row
     for record in repairs:
-        index, attempt = int(record["index"]), int(record.get("attempt") or 0)
-        status = str(record.get("status") or "")
+        index, attempt = record.index, record.attempt
         if (index, attempt) in rows:
             # the manifest's entry is the commit itself: newer than a record that still
             # says the repair runs (its job commits before the sensor records it)
@@ -78,10 +79,10 @@ def attempt_rows(
             index=index,
             attempt=attempt,
             kind="repair",
-            state=status,
-            at=record.get("at"),
-            job_id=record.get("job_id"),
-            message=str(record.get("message") or ""),
+            state=record.status,
+            at=record.at,
+            job_id=record.job_id,
+            message=record.message or "",
         )
     return [rows[k] for k in sorted(rows)]
 

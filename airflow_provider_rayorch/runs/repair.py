@@ -35,6 +35,7 @@ from airflow_provider_rayorch.runs.verdict import judged
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
+    from airflow_provider_rayorch.runs.records import MicrobatchManifest, MicrobatchRef
     from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 __all__ = ["REPAIRABLE", "check_semantics", "repair_microbatches", "repair_targets"]
@@ -76,12 +77,7 @@ def repair_targets(
     wanted = sorted(committed) if indices is None else sorted(set(indices))
     targets: dict[int, list[int]] = {}
     for index in wanted:
-        manifest = store.read_manifest(plan.run_id, index)
-        if manifest is None:
-            raise DriverError(
-                f"run {plan.run_id!r}: microbatch {index} is not committed, there is nothing "
-                "to repair; resume the run instead (retry the task)"
-            )
+        manifest, _ = _committed(store, plan, index)
         bad: set[int] = set()
         for port in _ports(manifest):
             rows = store.read_microbatch_rows(plan.run_id, index, port)
@@ -91,8 +87,21 @@ def repair_targets(
     return targets
 
 
-def _ports(manifest: dict[str, Any]) -> list[str]:
-    return [str(p) for p in (manifest.get("outputs") or {}).get("ports") or ["out"]]
+def _committed(
+    store: RunStore, plan: PlanRecord, index: int
+) -> tuple[MicrobatchManifest, MicrobatchRef]:
+    """Microbatch ``index``'s manifest and its microbatch; DriverError if uncommitted."""
+    manifest = store.manifest_record(plan.run_id, index)
+    if manifest is None or manifest.microbatch is None:
+        raise DriverError(
+            f"run {plan.run_id!r}: microbatch {index} is not committed, there is nothing "
+            "to repair; resume the run instead (retry the task)"
+        )
+    return manifest, manifest.microbatch
+
+
+def _ports(manifest: MicrobatchManifest) -> list[str]:
+    return list((manifest.outputs.ports if manifest.outputs else None) or ["out"])
 
 
 def repair_microbatches(
@@ -153,12 +162,12 @@ def _commit_attempt(
     job_id: str | None,
 ) -> dict[str, Any]:
     version = store.manifest_version(plan.run_id, index)  # before the read: never newer
-    old = store.read_manifest(plan.run_id, index) or {}
-    attempt = int(old.get("attempt") or 1) + 1
+    record, desc = _committed(store, plan, index)
+    old = record.to_dict()
+    attempt = (record.attempt or 1) + 1
     claim_attempt(store, plan.run_id, index, attempt, owner=job_id or uuid.uuid4().hex)
-    ports = _ports(old)
-    desc = old["microbatch"]
-    lo, count = int(desc["first_source"]), int(desc["count"])
+    ports = _ports(record)
+    lo, count = desc.first_source, desc.count
     ids = list(range(lo, lo + count))
     per_port: dict[str, list[tuple[str, str | None, Any]]] = {}
     for p, port in enumerate(ports):

@@ -53,28 +53,20 @@ def rewrite_repaired_run_manifest(
 ) -> dict[str, Any]:
     """A repaired run's manifest: the sum of today's microbatch manifests, with the
     run store's repair records under ``repairs``; written and returned."""
-    from airflow_provider_rayorch.runs.attempts import read_repairs
-    from airflow_provider_rayorch.runs.records import sanitize_message
+    from airflow_provider_rayorch.runs.attempts import repair_records
 
-    old = store.read_run_manifest(run_id) or {}
+    old = store.run_manifest_record(run_id)
     repairs = [
-        {
-            "index": int(r["index"]),
-            "attempt": int(r.get("attempt") or 0),
-            "status": str(r.get("status")),
-            "job_id": r.get("job_id"),
-            "at": r.get("at"),
-            "message": None if r.get("message") is None else sanitize_message(str(r["message"])),
-        }
-        for r in read_repairs(store, run_id)
+        r.model_dump(mode="json", include={"index", "attempt", "status", "job_id", "at", "message"})
+        for r in repair_records(store, run_id)
     ]
     return write_run_manifest(
         store,
         run_id,
-        elapsed_s=float(old.get("elapsed_s") or 0.0),
-        pipeline=old.get("pipeline"),
-        fingerprint=old.get("fingerprint"),
+        elapsed_s=(old.elapsed_s if old is not None else None) or 0.0,
+        pipeline=old.pipeline if old is not None else None,
+        fingerprint=old.fingerprint if old is not None else None,
         max_failed_ratio=max_failed_ratio,
-        outputs_uri=(old.get("outputs") or {}).get("uri"),
+        outputs_uri=old.outputs.uri if old is not None and old.outputs is not None else None,
         repairs=repairs,
     )

@@ -278,12 +278,12 @@ def read_run_state(
         (a run whose driver left no end record reads as that job's end).
     :param manifests: the run's microbatch manifests, when the caller read them already.
     """
-    from airflow_provider_rayorch.runs.attempts import read_repairs
+    from airflow_provider_rayorch.runs.attempts import repair_records
     from airflow_provider_rayorch.runs.history import attempt_rows, repairs_note
 
     manifest = store.read_run_manifest(run_id)
     plan = store.read_plan(run_id)
-    repairs = read_repairs(store, run_id)
+    repairs = repair_records(store, run_id)
     record, unreadable = _read_record(store, run_id)
     # a finished unrepaired run, or one its driver still runs, needs no manifest read
     needs = manifest is None or bool(repairs)

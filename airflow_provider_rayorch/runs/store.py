@@ -296,15 +296,24 @@ class RunStore:
         found = (paths.manifest_index(n) for n in self.record_names(paths.manifests(run_id)))
         return frozenset(i for i in found if i is not None)
 
+    def manifest_record(self, run_id: str, index: int) -> MicrobatchManifest | None:
+        """Microbatch ``index``'s manifest record (its lineage summary and commit fields)."""
+        return self.read_record(paths.manifest(run_id, index), MicrobatchManifest)
+
+    def manifest_records(self, run_id: str) -> list[MicrobatchManifest]:
+        """Every committed microbatch's manifest record, by index."""
+        found = (self.manifest_record(run_id, i) for i in sorted(self.committed(run_id)))
+        return [m for m in found if m is not None]
+
     def read_manifest(self, run_id: str, index: int) -> dict[str, Any] | None:
-        """Microbatch ``index``'s manifest (its lineage summary and commit fields)."""
-        record = self.read_record(paths.manifest(run_id, index), MicrobatchManifest)
+        """Microbatch ``index``'s manifest as its lineage summary (JSON values, as XCom
+        holds it); :meth:`manifest_record` gives the typed record."""
+        record = self.manifest_record(run_id, index)
         return None if record is None else record.to_dict()
 
     def manifests(self, run_id: str) -> list[dict[str, Any]]:
-        """Every committed microbatch manifest, by index."""
-        found = (self.read_manifest(run_id, i) for i in sorted(self.committed(run_id)))
-        return [m for m in found if m is not None]
+        """Every committed microbatch manifest as a lineage summary, by index."""
+        return [m.to_dict() for m in self.manifest_records(run_id)]
 
     def write_outputs(
         self,
@@ -407,8 +416,8 @@ class RunStore:
     ) -> list[dict[str, Any]]:
         """One committed microbatch's rows of one Port: the files its manifest names
         (``attempt`` and ``files``), or attempt 1's file for older manifests."""
-        manifest = self.read_manifest(run_id, index) or {}
-        attempt = int(manifest.get("attempt") or 1)
+        manifest = self.manifest_record(run_id, index)
+        attempt = (manifest.attempt if manifest is not None else None) or 1
         path = posixpath.join(self.root, *paths.output_file(run_id, index, attempt, port))
         table = pq.read_table(path, filesystem=self.fs)
         values = decode_values(table.column("value").to_pylist(), table.schema.metadata)
@@ -423,8 +432,13 @@ class RunStore:
         parts = paths.run_manifest(run_id)
         self.write_record(parts, self._summary(RunManifest, summary, parts))
 
+    def run_manifest_record(self, run_id: str) -> RunManifest | None:
+        """The run manifest record, None before the run task wrote it."""
+        return self.read_record(paths.run_manifest(run_id), RunManifest)
+
     def read_run_manifest(self, run_id: str) -> dict[str, Any] | None:
-        record = self.read_record(paths.run_manifest(run_id), RunManifest)
+        """The run manifest as the run's lineage summary (JSON values, as XCom holds it)."""
+        record = self.run_manifest_record(run_id)
         return None if record is None else record.to_dict()
 
     def clear_run_manifest(self, run_id: str) -> None:
@@ -445,9 +459,13 @@ class RunStore:
         )
         self.write_record(paths.job_state(run_id), record)
 
+    def job_state_record(self, run_id: str) -> JobStateRecord | None:
+        """The job-state record as last written, or None if never written."""
+        return self.read_record(paths.job_state(run_id), JobStateRecord)
+
     def read_job_state(self, run_id: str) -> dict[str, Any] | None:
-        """``{"job_status", "message", "at"}`` as last written, or None if never written."""
-        record = self.read_record(paths.job_state(run_id), JobStateRecord)
+        """``{"job_status", "message", "at"}`` of :meth:`job_state_record`."""
+        record = self.job_state_record(run_id)
         return None if record is None else record.to_dict()
 
 

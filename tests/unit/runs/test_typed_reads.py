@@ -1,0 +1,81 @@
+"""The run store hands its callers typed records: manifests, the run manifest, the
+job-state record and repair records read as their models, and the summary views
+(what XCom and ``read_summary_outputs`` use) are those records as JSON values."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from airflow_provider_rayorch.runs.attempts import (
+    read_repairs,
+    repair_record,
+    repair_records,
+    write_repair,
+)
+from airflow_provider_rayorch.runs.history import attempt_rows
+from airflow_provider_rayorch.runs.job_status import JobStatus
+from airflow_provider_rayorch.runs.records import (
+    JobStateRecord,
+    MicrobatchManifest,
+    RepairRecord,
+    RunManifest,
+)
+from airflow_provider_rayorch.runs.store import RunStore
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+_MANIFEST = {
+    "run_id": "run",
+    "state": "failed",
+    "microbatch": {"index": 2, "first_source": 4, "count": 2},
+    "sources": {"total": 2, "present": 1, "dropped": 0, "failed": 1, "suppressed": 0},
+    "outputs": {"uri": "x", "rows": 1, "ports": ["out", "aux"]},
+    "attempt": 3,
+}
+
+
+def test_a_manifest_reads_as_its_record_and_as_its_summary(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path))
+    store.commit_microbatch("run", 2, _MANIFEST)
+    record = store.manifest_record("run", 2)
+    assert isinstance(record, MicrobatchManifest)
+    assert record.microbatch is not None
+    assert record.sources is not None
+    assert record.outputs is not None
+    assert (record.microbatch.first_source, record.sources.failed, record.attempt) == (4, 1, 3)
+    assert record.outputs.ports == ["out", "aux"]
+    assert store.read_manifest("run", 2) == record.to_dict()
+    assert store.manifest_records("run") == [record]
+    assert store.manifest_record("run", 0) is None
+
+
+def test_the_run_manifest_and_job_state_read_as_records(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path))
+    assert store.run_manifest_record("run") is None
+    assert store.job_state_record("run") is None
+    store.write_run_manifest("run", {"run_id": "run", "state": "success", "elapsed_s": 2.5})
+    store.write_job_state("run", "SUCCEEDED", "done")
+    run = store.run_manifest_record("run")
+    job = store.job_state_record("run")
+    assert isinstance(run, RunManifest)
+    assert run.elapsed_s == 2.5
+    assert isinstance(job, JobStateRecord)
+    assert job.job_status is JobStatus.SUCCEEDED
+    assert store.read_job_state("run") == job.to_dict()
+
+
+def test_repair_records_read_typed_and_feed_the_attempt_history(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path))
+    write_repair(store, "run", 3, attempt=2, job_id="j", status="refused", message="why")
+    write_repair(store, "run", 1, attempt=2, job_id="k", status="running")
+    records = repair_records(store, "run")
+    assert all(isinstance(r, RepairRecord) for r in records)
+    assert [(r.index, r.status) for r in records] == [(1, "running"), (3, "refused")]
+    assert repair_record(store, "run", 3) == records[1]
+    assert read_repairs(store, "run") == [r.to_dict() for r in records]
+    rows = attempt_rows({}, records)
+    assert [(r.index, r.attempt, r.state, r.message) for r in rows] == [
+        (1, 2, "running", ""),
+        (3, 2, "refused", "why"),
+    ]
