@@ -167,11 +167,11 @@ def load_run(
     (every row of microbatch ``focus``, and of a manifest without one, from its files)."""
     view = RunView(run_id=run_id)
     plan = store.read_plan(run_id)
-    manifests = {int(m["microbatch"]["index"]): m for m in store.manifests(run_id)}
+    manifests = {m.microbatch.index: m for m in store.manifest_records(run_id) if m.microbatch}
     descriptors = (
         plan.microbatches()
         if plan is not None
-        else [dict(m["microbatch"]) for _, m in sorted(manifests.items())]
+        else [m.microbatch.model_dump() for _, m in sorted(manifests.items()) if m.microbatch]
     )
     if plan is not None:
         view.pipeline, view.fingerprint = plan.pipeline, plan.fingerprint
@@ -180,17 +180,18 @@ def load_run(
         m = manifests.get(int(d["index"]))
         mb = MicrobatchView(int(d["index"]), int(d["first_source"]), int(d["count"]), "pending")
         if m is not None:
-            mb.state = str(m.get("state", "success"))
-            mb.sources = {k: int(v) for k, v in m["sources"].items()}
-            mb.grains = {k: int(v) for k, v in (m.get("grains") or {}).items()}
-            mb.elapsed_s = float(m.get("elapsed_s") or 0.0)
-            mb.attempt = int(m.get("attempt") or 1)
-            mb.files = {str(k): str(v) for k, v in (m.get("files") or {}).items()}
-            if m.get("sample") is not None:
-                mb.sample = {str(k): list(v) for k, v in dict(m["sample"]).items()}
-            view.ports = view.ports or list((m.get("outputs") or {}).get("ports") or ["out"])
-            view.pipeline = view.pipeline or str(m.get("pipeline") or "")
-            view.fingerprint = view.fingerprint or str(m.get("fingerprint") or "")
+            mb.state = m.state or "success"
+            mb.sources = m.sources.model_dump() if m.sources else {}
+            mb.grains = m.grains.model_dump() if m.grains else {}
+            mb.elapsed_s = m.elapsed_s or 0.0
+            mb.attempt = m.attempt or 1
+            mb.files = dict(m.files or {})
+            if m.sample is not None:
+                mb.sample = {k: [r.model_dump() for r in v] for k, v in m.sample.items()}
+            ports = m.outputs.ports if m.outputs else None
+            view.ports = view.ports or list(ports or ["out"])
+            view.pipeline = view.pipeline or m.pipeline or ""
+            view.fingerprint = view.fingerprint or m.fingerprint or ""
         view.microbatches.append(mb)
     view.times_from_store = _times(store, run_id, view.microbatches, timings)
     counts = dict.fromkeys(("total", *OUTCOMES), 0)
@@ -207,7 +208,8 @@ def load_run(
         view.elapsed_s = run.elapsed_s or 0.0
     state = read_run_state(store, run_id, now=now, manifests=list(manifests.values()))
     apply_state(view, state)
-    view.attempts = attempt_rows(manifests, repair_records(store, run_id))
+    histories = {i: m.attempts or [] for i, m in manifests.items()}
+    view.attempts = attempt_rows(histories, repair_records(store, run_id))
     view.driver_logs = [
         (name, driver_log_uri(store, run_id, name)) for name in driver_log_names(store, run_id)
     ]

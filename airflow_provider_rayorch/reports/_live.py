@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_rayorch.runs.attempts import repair_records
 from airflow_provider_rayorch.runs.driver_log import driver_log_names, driver_log_uri
 from airflow_provider_rayorch.runs.history import attempt_rows
+from airflow_provider_rayorch.runs.records import Attempt
 from airflow_provider_rayorch.runs.run_state import read_run_state
 
 from ._data import MAX_SOURCE_ROWS, MicrobatchView, RunView, _times, apply_state, label_rows
@@ -52,7 +53,7 @@ def live_view(
     if run is not None:
         view.elapsed_s = run.elapsed_s or 0.0
     histories = {
-        i: {"microbatch": {"index": i}, "attempt": mb.attempt, "attempts": mb.attempts}
+        i: [Attempt.model_validate(a) for a in mb.attempts]
         for i, mb in agg.microbatches.items()
         if mb.attempts
     }

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
-    from airflow_provider_rayorch.runs.records import RepairRecord
+    from airflow_provider_rayorch.runs.records import (
+        Attempt,
+        MicrobatchManifest,
+        RepairRecord,
+        RunManifest,
+    )
 
 __all__ = ["AttemptRow", "attempt_rows", "repairs_note", "stale_run_manifest"]
 
@@ -47,26 +52,28 @@ class AttemptRow:
         return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _from_manifest(index: int, entry: Mapping[str, Any]) -> AttemptRow:
+def _from_manifest(index: int, entry: Attempt) -> AttemptRow:
     return AttemptRow(
         index=index,
-        attempt=int(entry.get("attempt") or 1),
-        kind=str(entry.get("kind") or "run"),
-        state=str(entry.get("state") or ""),
-        repaired_sources=tuple(int(s) for s in entry.get("repaired_sources") or ()),
-        at=entry.get("at"),
-        job_id=entry.get("job_id"),
+        attempt=entry.attempt,
+        kind=entry.kind or "run",
+        state=entry.state or "",
+        repaired_sources=tuple(entry.repaired_sources or ()),
+        at=entry.at,
+        job_id=entry.job_id,
     )
 
 
 def attempt_rows(
-    manifests: Mapping[int, Mapping[str, Any]], repairs: Iterable[RepairRecord]
+    histories: Mapping[int, Iterable[Attempt]], repairs: Iterable[RepairRecord]
 ) -> list[AttemptRow]:
     """Every attempt of the microbatches that were repaired (or whose repair was
-    tried), by microbatch then attempt; an unrepaired microbatch has none."""
+    tried), by microbatch then attempt; an unrepaired microbatch has none.
+
+    :param histories: each microbatch's manifest ``attempts``, by index."""
     rows: dict[tuple[int, int], AttemptRow] = {}
-    for index, manifest in manifests.items():
-        for entry in manifest.get("attempts") or ():
+    for index, entries in histories.items():
+        for entry in entries:
             row = _from_manifest(index, entry)
             rows[(index, row.attempt)] = row
     for record in repairs:
@@ -104,18 +111,11 @@ def repairs_note(rows: Sequence[AttemptRow]) -> str | None:
     return "repairs: " + "; ".join(parts)
 
 
-def stale_run_manifest(
-    run_manifest: Mapping[str, Any], manifests: Iterable[Mapping[str, Any]]
-) -> bool:
+def stale_run_manifest(run_manifest: RunManifest, manifests: Iterable[MicrobatchManifest]) -> bool:
     """A microbatch was repaired after the run manifest was written: the run task
     has not summed the repaired manifests yet."""
-    written = {
-        int(e["index"]): int(e.get("attempt") or 1)
-        for e in run_manifest.get("microbatches") or ()
-        if isinstance(e, dict) and "index" in e
-    }
-    for manifest in manifests:
-        index = int(manifest["microbatch"]["index"])
-        if int(manifest.get("attempt") or 1) > written.get(index, 1):
-            return True
-    return False
+    written = {e.index: e.attempt or 1 for e in run_manifest.microbatches or ()}
+    return any(
+        m.microbatch is not None and (m.attempt or 1) > written.get(m.microbatch.index, 1)
+        for m in manifests
+    )

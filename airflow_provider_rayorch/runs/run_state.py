@@ -45,6 +45,7 @@ from airflow_provider_rayorch.runs.state_rule import (
 
 if TYPE_CHECKING:
     from airflow_provider_rayorch.runs.job_status import JobStatus
+    from airflow_provider_rayorch.runs.records import MicrobatchManifest
     from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = [
@@ -270,7 +271,7 @@ def read_run_state(
     *,
     now: datetime | None = None,
     job_status: JobStatus | str | None = None,
-    manifests: list[dict[str, Any]] | None = None,
+    manifests: list[MicrobatchManifest] | None = None,
 ) -> RunState:
     """The state of one run, as every surface shows it (see :mod:`.state_rule`).
 
@@ -281,7 +282,7 @@ def read_run_state(
     from airflow_provider_rayorch.runs.attempts import repair_records
     from airflow_provider_rayorch.runs.history import attempt_rows, repairs_note
 
-    manifest = store.read_run_manifest(run_id)
+    manifest = store.run_manifest_record(run_id)
     plan = store.read_plan(run_id)
     repairs = repair_records(store, run_id)
     record, unreadable = _read_record(store, run_id)
@@ -292,7 +293,7 @@ def read_run_state(
     if record is not None and record.state == "failed" and manifest is None:
         needs = False
     if manifests is None:
-        manifests = store.manifests(run_id) if needs else []
+        manifests = store.manifest_records(run_id) if needs else []
     manifest_state = current_manifest_state(manifest, manifests)
     all_committed = None
     if manifest_state is None and plan is not None and len(manifests) >= len(plan.microbatches()):
@@ -308,18 +309,18 @@ def read_run_state(
     )
     if reads_job_record(facts):  # only that rule needs the listing of the run's files
         facts = replace(facts, last_write=last_write(store, run_id))
-    by_index = {int(m["microbatch"]["index"]): m for m in manifests}
-    note = repairs_note(attempt_rows(by_index, repairs)) if repairs else None
+    histories = {m.microbatch.index: m.attempts or [] for m in manifests if m.microbatch}
+    note = repairs_note(attempt_rows(histories, repairs)) if repairs else None
     state = with_note(decide_state(facts, now=now), unreadable or job_unreadable)
     return with_repairs(state, note)
 
 
-def _counts_state(manifests: list[dict[str, Any]], max_failed_ratio: float) -> str:
+def _counts_state(manifests: list[MicrobatchManifest], max_failed_ratio: float) -> str:
     from airflow_provider_rayorch.rayorch.summary import summary_state
 
     counts: dict[str, int] = {}
     for m in manifests:
-        for key, value in (m.get("sources") or {}).items():
+        for key, value in (m.sources.model_dump() if m.sources else {}).items():
             counts[key] = counts.get(key, 0) + int(value)
     return summary_state(counts, max_failed_ratio)
 

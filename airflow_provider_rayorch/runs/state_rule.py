@@ -48,6 +48,7 @@ from airflow_provider_rayorch.runs.job_status import JobStatus
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from airflow_provider_rayorch.runs.records import MicrobatchManifest, RunManifest
     from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = [
@@ -270,10 +271,10 @@ def with_repairs(state: RunState, note: str | None) -> RunState:
 
 
 def current_manifest_state(
-    run_manifest: Mapping[str, Any] | None, manifests: list[dict[str, Any]]
+    run_manifest: RunManifest | None, manifests: list[MicrobatchManifest]
 ) -> str | None:
     """The run manifest's ``state``, or None without one or when a microbatch was
     repaired after it was written (the counts of today's manifests then decide)."""
     if run_manifest is None or stale_run_manifest(run_manifest, manifests):
         return None
-    return str(run_manifest.get("state", "success"))
+    return run_manifest.state or "success"

@@ -12,7 +12,7 @@ from airflow_provider_rayorch.runs.attempts import (
     repair_records,
     write_repair,
 )
-from airflow_provider_rayorch.runs.history import attempt_rows
+from airflow_provider_rayorch.runs.history import attempt_rows, stale_run_manifest
 from airflow_provider_rayorch.runs.job_status import JobStatus
 from airflow_provider_rayorch.runs.records import (
     JobStateRecord,
@@ -79,3 +79,17 @@ def test_repair_records_read_typed_and_feed_the_attempt_history(tmp_path: Path) 
         (1, 2, "running", ""),
         (3, 2, "refused", "why"),
     ]
+
+
+def test_a_run_manifest_older_than_a_repaired_manifest_reads_as_stale(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path))
+    store.commit_microbatch("run", 2, _MANIFEST)  # committed attempt 3
+    entry = {"index": 2, "first_source": 4, "count": 2, "state": "failed"}
+    store.write_run_manifest("run", {"run_id": "run", "microbatches": [{**entry, "attempt": 2}]})
+    run = store.run_manifest_record("run")
+    assert run is not None
+    assert stale_run_manifest(run, store.manifest_records("run"))
+    store.write_run_manifest("run", {"run_id": "run", "microbatches": [{**entry, "attempt": 3}]})
+    run = store.run_manifest_record("run")
+    assert run is not None
+    assert not stale_run_manifest(run, store.manifest_records("run"))
