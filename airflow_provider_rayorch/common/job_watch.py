@@ -4,8 +4,8 @@ observation, out.
 The operator, both sensors and both triggers wait for the same thing, so the rule
 for "is it over, and did it work" lives in the pure :func:`observe`; the thin drivers
 :class:`JobWatch` (sync: operator, sensors) and its ``alook`` (async: triggers, the
-store read off the event loop) only fetch the two inputs. Reading the job retries
-transient Jobs-API errors within the provider's one budget (:mod:`.polling`); the
+store read off the event loop) only fetch the two inputs. Reading the job is one
+hook call (the hook retries transient Jobs-API errors within its budget); the
 watch writes nothing (the driver records the run's state).
 
 The rule. Watching a run: the watch ends when the job ends; the run succeeded when
@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_rayorch.common.polling import acall_with_retries, call_with_retries
 from airflow_provider_rayorch.common.states import JobStatus, with_job_status
 
 if TYPE_CHECKING:
@@ -128,10 +127,6 @@ class JobWatch:
     #: the last job read as it came (Ray's job info holds the driver's exit code)
     last_read: Any = None
 
-    @property
-    def _what(self) -> str:
-        return f"reading Ray job {self.job_id}"
-
     def _manifest(self) -> dict[str, Any] | None:
         if self.index is not None:
             return self.store.read_manifest(self.run_id, self.index)
@@ -153,8 +148,7 @@ class JobWatch:
         early = self._manifest() if self.index is not None else None
         if early is not None or self.read_job is None:
             return observe(None, self._facts(None, early), microbatch=self.index is not None)
-        read = self.read_job
-        raw = call_with_retries(read, what=self._what, interval=self.interval, log=self.log)
+        raw = self.read_job()
         status, message = self._after_read(raw)
         facts = self._facts(status, None)
         return observe(
@@ -177,7 +171,7 @@ class JobWatch:
             facts = await asyncio.to_thread(self._facts, None, early)
             return observe(None, facts, microbatch=self.index is not None)
         read: Callable[[], Awaitable[Any]] = self.read_job
-        raw = await acall_with_retries(read, what=self._what, interval=self.interval, log=self.log)
+        raw = await read()
         status, message = await asyncio.to_thread(self._after_read, raw)
         facts = await asyncio.to_thread(self._facts, status, None)
         return observe(

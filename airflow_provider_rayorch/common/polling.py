@@ -1,33 +1,28 @@
-"""One rule for retrying Jobs-API reads: the operator, both sensors and both triggers
-use it, so a dashboard restart is survived the same way everywhere.
+"""The Jobs API's one retry rule and budget, and the waiters' poll cadences.
 
-A *transient* error (a :class:`RayOrchTransientError`: no answer in time, a
-dropped connection, a refusal after an answer, HTTP 502/503/504) is retried with
-exponential backoff, at most ``RETRY_BUDGET.retries`` times in a row; any other
-error (HTTP 401/403/404, a certificate, a wrong address) fails at once. When the
-budget runs out the last error is raised again, saying how many tries were made
-over how long.
+What is retryable is decided by type where an error is raised
+(:mod:`..hooks.jobs_api` maps "no answer", a refusal after an answer, HTTP
+502/503/504 and Ray's "please try again later" to a :class:`RayOrchTransientError`);
+:func:`is_transient` is the one test of it. :class:`RetryPolicy` is the one budget:
+the request path (sync and async) asks an :class:`Attempts` for the wait before each
+retry, and gets the error to raise when the error is permanent or the budget is
+spent.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any
 
 from airflow_provider_rayorch.exceptions import RayOrchClusterError, RayOrchTransientError
-
-if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
 
 __all__ = [
     "COMMIT_LOOK_S",
     "END_POLL_S",
-    "RETRY_BUDGET",
-    "RetryBudget",
-    "acall_with_retries",
-    "call_with_retries",
+    "RETRY_POLICY",
+    "Attempts",
+    "RetryPolicy",
     "is_transient",
 ]
 
@@ -38,28 +33,7 @@ COMMIT_LOOK_S = 1.0
 #: the job's status is read this often, for at most one poll interval.
 END_POLL_S = 0.25
 
-T = TypeVar("T")
 _RETRYING = "%s failed (retry %d/%d in %.1f s): %s"
-
-
-@dataclass(frozen=True)
-class RetryBudget:
-    """At most ``retries`` consecutive retries; the k-th waits ``base * 2**(k-1)``
-    seconds (``base`` is the caller's poll interval), capped at ``max_delay_s``."""
-
-    retries: int = 5
-    max_delay_s: float = 60.0
-
-    def delay(self, attempt: int, base: float) -> float:
-        return float(min(max(base, 0.0) * 2 ** max(attempt - 1, 0), self.max_delay_s))
-
-    def describe(self, base: float) -> str:
-        waits = ", ".join(f"{self.delay(k, base):g}" for k in range(1, self.retries + 1))
-        return f"{self.retries} retries waiting {waits} s"
-
-
-#: The provider's one retry budget (docs/airflow/operators.md, "Transient errors").
-RETRY_BUDGET = RetryBudget()
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -67,68 +41,55 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, RayOrchTransientError)
 
 
-def _exhausted(
-    what: str, exc: RayOrchClusterError, tries: int, elapsed: float
-) -> RayOrchClusterError:
-    return RayOrchClusterError(
-        f"{what}: gave up after {tries} tries over {elapsed:.0f} s of transient errors "
-        f"(retry budget: {RETRY_BUDGET.retries} retries with backoff); last error: {exc}",
-    )
+@dataclass(frozen=True)
+class RetryPolicy:
+    """At most ``retries`` consecutive retries; the k-th waits ``base_s * 2**(k-1)``
+    seconds (a waiter passes its poll interval as ``base_s``), capped at ``max_delay_s``."""
+
+    retries: int = 5
+    base_s: float = 1.0
+    max_delay_s: float = 60.0
+
+    def delay(self, attempt: int) -> float:
+        return float(min(max(self.base_s, 0.0) * 2 ** max(attempt - 1, 0), self.max_delay_s))
+
+    def describe(self) -> str:
+        waits = ", ".join(f"{self.delay(k):g}" for k in range(1, self.retries + 1))
+        return f"{self.retries} retries waiting {waits} s"
+
+    def attempts(self, what: str, log: Any = None) -> Attempts:
+        """The bookkeeping of one call's tries."""
+        return Attempts(self, what, log)
 
 
-def call_with_retries(
-    fn: Callable[[], T],
-    *,
-    what: str,
-    interval: float,
-    log: Any = None,
-    budget: RetryBudget = RETRY_BUDGET,
-    sleep: Callable[[float], None] = time.sleep,
-) -> T:
-    """``fn()``, retried on transient errors within ``budget``."""
-    started, attempt = time.monotonic(), 0
-    while True:
-        try:
-            return fn()
-        except RayOrchClusterError as exc:
-            attempt += 1
-            sleep(_wait_or_raise(exc, attempt, what, interval, log, budget, started))
+#: The provider's default budget (docs/airflow/operators.md, "Transient errors").
+RETRY_POLICY = RetryPolicy()
 
 
-async def acall_with_retries(
-    fn: Callable[[], Awaitable[T]],
-    *,
-    what: str,
-    interval: float,
-    log: Any = None,
-    budget: RetryBudget = RETRY_BUDGET,
-) -> T:
-    """``await fn()``, retried on transient errors within ``budget`` (for triggers)."""
-    started, attempt = time.monotonic(), 0
-    while True:
-        try:
-            return await fn()
-        except RayOrchClusterError as exc:
-            attempt += 1
-            await asyncio.sleep(_wait_or_raise(exc, attempt, what, interval, log, budget, started))
+@dataclass
+class Attempts:
+    """One call's tries under a :class:`RetryPolicy`: :meth:`failed` says how long to
+    wait before the next try, or raises."""
 
+    policy: RetryPolicy
+    what: str
+    log: Any = None
+    tries: int = 0
+    started: float = field(default_factory=time.monotonic)
 
-def _wait_or_raise(
-    exc: RayOrchClusterError,
-    attempt: int,
-    what: str,
-    interval: float,
-    log: Any,
-    budget: RetryBudget,
-    started: float,
-) -> float:
-    """The wait before retry ``attempt`` after ``exc``; raises ``exc`` when it is not
-    transient, or the budget's "gave up" error when the retries are spent."""
-    if not is_transient(exc):
-        raise exc
-    if attempt > budget.retries:
-        raise _exhausted(what, exc, attempt, time.monotonic() - started) from exc
-    wait = budget.delay(attempt, interval)
-    if log is not None:
-        log.warning(_RETRYING, what, attempt, budget.retries, wait, exc)
-    return wait
+    def failed(self, exc: RayOrchClusterError) -> float:
+        """The wait before the next try after ``exc``; raises ``exc`` when it is not
+        transient, or the budget's "gave up" error when the retries are spent."""
+        self.tries += 1
+        if not is_transient(exc):
+            raise exc
+        if self.tries > self.policy.retries:
+            elapsed = time.monotonic() - self.started
+            raise RayOrchClusterError(
+                f"{self.what}: gave up after {self.tries} tries over {elapsed:.0f} s of "
+                f"transient errors (retry budget: {self.policy.describe()}); last error: {exc}",
+            ) from exc
+        wait = self.policy.delay(self.tries)
+        if self.log is not None:
+            self.log.warning(_RETRYING, self.what, self.tries, self.policy.retries, wait, exc)
+        return wait

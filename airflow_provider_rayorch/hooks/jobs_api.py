@@ -17,26 +17,44 @@ message says which of two things happened:
   the hint) and a certificate that fails verification (only those TLS errors are
   permanent: an EOF in a handshake is a restarting server, like a reset).
 - *an answer that is an error* (``status`` set): "answered HTTP <code>" with an
-  excerpt of the body. HTTP 502/503/504 and Ray's 500 "No available agent ...
+  excerpt of the body. HTTP 429/502/503/504 and Ray's 500 "No available agent ...
   please try again later" are transient; 401/403 are :class:`RayOrchAuthError`
   (naming which token was sent and where it came from, never its value); any
   other answer is permanent.
+
+Every request retries its transient errors within one budget (``retry``, a
+:class:`~airflow_provider_rayorch.common.polling.RetryPolicy`); the sync and async
+paths ask the same :class:`~airflow_provider_rayorch.common.polling.Attempts` for
+each wait. Spent, the budget raises a permanent ``RayOrchClusterError`` saying
+"gave up after N tries" with the last error.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import ssl
+import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
+from airflow_provider_rayorch.common.polling import RETRY_POLICY, RetryPolicy
 from airflow_provider_rayorch.exceptions import (
     RayOrchAuthError,
     RayOrchClusterError,
     RayOrchClusterUnavailable,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+T = TypeVar("T")
+
+#: The waits between two tries, sync and async (tests replace them).
+sleep = time.sleep
+asleep = asyncio.sleep
 
 __all__ = ["TRANSIENT_HTTP", "Clients", "Contact", "JobsApi", "TokenChoice"]
 
@@ -153,6 +171,10 @@ class JobsApi:
     contact: Contact = field(default_factory=Contact, compare=False)
     #: the hook's clients, shared by every request it makes
     clients: Clients = field(default_factory=Clients, compare=False)
+    #: the budget for transient errors (``RetryPolicy(retries=0)``: one try)
+    retry: RetryPolicy = RETRY_POLICY
+    #: where "retrying" warnings go (the hook's log)
+    log: Any = field(default=None, compare=False)
 
     @property
     def conn(self) -> str:
@@ -252,6 +274,8 @@ class JobsApi:
                 f"Fix: {self.token.fix(self.conn)}",
                 status=code,
             )
+        if code == 429:
+            raise RayOrchClusterUnavailable(f"{answered} (too many requests): {body}", status=code)
         if code in TRANSIENT_HTTP:
             raise RayOrchClusterUnavailable(
                 f"{answered} (the dashboard may be restarting or a proxy cannot reach it): {body}",
@@ -285,31 +309,51 @@ class JobsApi:
             self.clients.sync = httpx.Client(**self._client_kwargs(self.ssl_context()))
         return self.clients.sync
 
+    def retrying(self, attempt: Callable[[], T], what: str) -> T:
+        """``attempt()``, tried again after each transient error within :attr:`retry`."""
+        tries = self.retry.attempts(what, self.log)
+        while True:
+            try:
+                return attempt()
+            except RayOrchClusterError as exc:
+                sleep(tries.failed(exc))
+
+    def send(
+        self, method: str, path: str, *, what: str = "", allow_404: bool = False, **kwargs: Any
+    ) -> httpx.Response | None:
+        """One try of a request: ``None`` for a 404 when ``allow_404``; mapped errors."""
+        try:
+            resp = self.client().request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise self.transport_error(exc, method, path) from None
+        return self._checked(resp, method, path, what, allow_404)
+
     def request(
         self, method: str, path: str, *, what: str = "", allow_404: bool = False, **kwargs: Any
     ) -> httpx.Response | None:
-        """One request; ``None`` for a 404 when ``allow_404``; mapped errors otherwise."""
-        client = self.client()
-        try:
-            resp = client.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise self.transport_error(exc, method, path) from None
-        self._answered(resp)
-        if allow_404 and resp.status_code == 404:
-            return None
-        self.check(resp, method, path, what)
-        return resp
+        """:meth:`send`, its transient errors retried within the budget."""
+        return self.retrying(
+            lambda: self.send(method, path, what=what, allow_404=allow_404, **kwargs),
+            what or f"{method} {path}",
+        )
 
     def json(self, method: str, path: str, *, what: str = "", **kwargs: Any) -> Any:
         resp = self.request(method, path, what=what, **kwargs)
         assert resp is not None
         return resp.json()
 
+    def _checked(
+        self, resp: httpx.Response, method: str, path: str, what: str, allow_404: bool
+    ) -> httpx.Response | None:
+        self._answered(resp)
+        if allow_404 and resp.status_code == 404:
+            return None
+        self.check(resp, method, path, what)
+        return resp
+
     # -- async -----------------------------------------------------------------------
     async def aclient(self) -> httpx.AsyncClient:
         """The hook's async client for the running event loop (made on first use)."""
-        import asyncio
-
         loop = asyncio.get_running_loop()
         if self.clients.async_ is None or self.clients.loop is not loop:
             verify = await asyncio.to_thread(self.ssl_context)  # reads CA files: off the loop
@@ -317,20 +361,34 @@ class JobsApi:
             self.clients.loop = loop
         return self.clients.async_
 
-    async def arequest(
+    async def aretrying(self, attempt: Callable[[], Awaitable[T]], what: str) -> T:
+        """:meth:`retrying` for a coroutine (the same budget and rule)."""
+        tries = self.retry.attempts(what, self.log)
+        while True:
+            try:
+                return await attempt()
+            except RayOrchClusterError as exc:
+                await asleep(tries.failed(exc))
+
+    async def asend(
         self, method: str, path: str, *, what: str = "", allow_404: bool = False, **kwargs: Any
     ) -> httpx.Response | None:
-        """The async twin of :meth:`request` (same TLS, headers, timeout and errors)."""
+        """:meth:`send`, awaited (same TLS, headers, timeout and errors)."""
         client = await self.aclient()
         try:
             resp = await client.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
             raise self.transport_error(exc, method, path) from None
-        self._answered(resp)
-        if allow_404 and resp.status_code == 404:
-            return None
-        self.check(resp, method, path, what)
-        return resp
+        return self._checked(resp, method, path, what, allow_404)
+
+    async def arequest(
+        self, method: str, path: str, *, what: str = "", allow_404: bool = False, **kwargs: Any
+    ) -> httpx.Response | None:
+        """:meth:`request`, awaited."""
+        return await self.aretrying(
+            lambda: self.asend(method, path, what=what, allow_404=allow_404, **kwargs),
+            what or f"{method} {path}",
+        )
 
     async def ajson(self, method: str, path: str, *, what: str = "", **kwargs: Any) -> Any:
         resp = await self.arequest(method, path, what=what, **kwargs)

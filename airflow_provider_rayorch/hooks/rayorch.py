@@ -38,6 +38,7 @@ from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
 from airflow_provider_rayorch.common import local_heads
+from airflow_provider_rayorch.common.polling import RETRY_POLICY, RetryPolicy
 from airflow_provider_rayorch.common.states import JobStatus
 from airflow_provider_rayorch.exceptions import (
     RayOrchClusterError,
@@ -59,7 +60,7 @@ class RayOrchHook(BaseHook):
 
     Every Jobs-API call, sync or async, goes through one
     :class:`~airflow_provider_rayorch.hooks.jobs_api.JobsApi` (httpx): same timeout,
-    TLS verification, token and error mapping.
+    TLS verification, token, error mapping and retries of transient errors.
 
     :param rayorch_conn_id: the connection; a missing ``rayorch_default`` means embedded Ray.
     :param address: overrides the connection's ``host`` (for example a loopback head
@@ -68,6 +69,8 @@ class RayOrchHook(BaseHook):
     :param answered_before: the Jobs API is known to have answered (for example a job
         was submitted there by an earlier task), so connection errors are transient from
         the first request. Otherwise a refused or unresolvable first contact fails at once.
+    :param retry: the budget for transient errors of every request (default: 5 retries
+        waiting 1, 2, 4, 8, 16 s); a waiter passes ``RetryPolicy(base_s=<its poll interval>)``.
     """
 
     conn_name_attr = "rayorch_conn_id"
@@ -82,8 +85,10 @@ class RayOrchHook(BaseHook):
         address: str | None = None,
         timeout: float | None = None,
         answered_before: bool = False,
+        retry: RetryPolicy = RETRY_POLICY,
     ) -> None:
         super().__init__()
+        self.retry = retry
         self.rayorch_conn_id = rayorch_conn_id
         self._address_override = (address or "").strip() or None
         self._timeout_override = timeout
@@ -219,6 +224,8 @@ class RayOrchHook(BaseHook):
             name_conn=self._name_conn,
             contact=self._contact,
             clients=self._clients,
+            retry=self.retry,
+            log=self.log,
         )
 
     @property
@@ -257,8 +264,8 @@ class RayOrchHook(BaseHook):
         Idempotent by ``submission_id``: when the POST ends without telling whether Ray
         took the job (no answer in time, a dropped connection, an HTTP 5xx), or Ray
         says the id is taken, this asks ``GET /api/jobs/<id>`` and returns the id when
-        the job exists. Otherwise it raises :class:`RayOrchClusterUnavailable`, so the
-        caller's retry (``common.polling``) submits again within the one budget."""
+        the job exists; otherwise the POST is tried again within the request path's
+        budget (:meth:`JobsApi.retrying`)."""
         from airflow_provider_rayorch.hooks.handoff import deposit_run_store_options
         from airflow_provider_rayorch.hooks.packages import prepare_runtime_env
 
@@ -280,19 +287,26 @@ class RayOrchHook(BaseHook):
         if entrypoint_num_cpus is not None:
             body["entrypoint_num_cpus"] = entrypoint_num_cpus
         what = f"submitting job {submission_id!r}"
+        return api.retrying(lambda: self._post_job(api, body, what), what)
+
+    def _post_job(self, api: JobsApi, body: dict[str, Any], what: str) -> str:
+        """One try of a submit: the job's id, or a transient error when Ray has no job
+        under this id after a POST whose outcome is unknown."""
+        sid = str(body["submission_id"])
         try:
-            data = api.json("POST", "/api/jobs/", what=what, json=body)
+            resp = api.send("POST", "/api/jobs/", what=what, json=body)
         except RayOrchClusterError as exc:
             if not _outcome_unknown(exc):
                 raise
-            if self.get_job_info(submission_id) is not None:
+            if self.get_job_info(sid) is not None:
                 self.log.warning("%s: %s; Ray has the job all the same: attaching to it", what, exc)
-                return submission_id
+                return sid
             raise RayOrchClusterUnavailable(
-                f"{exc}; Ray has no job {submission_id!r}, so it is submitted again",
-                status=exc.status,
+                f"{exc}; Ray has no job {sid!r}, so it is submitted again", status=exc.status
             ) from exc
-        return str(data.get("submission_id") or data.get("job_id") or submission_id)
+        assert resp is not None
+        data = resp.json()
+        return str(data.get("submission_id") or data.get("job_id") or sid)
 
     def get_job_info(self, job_id: str) -> dict[str, Any] | None:
         """``{"status", "message", "metadata", ...}`` or ``None`` when no such job exists."""

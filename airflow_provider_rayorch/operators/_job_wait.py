@@ -38,14 +38,13 @@ WHOLE_READ_MAX_CHARS = 4_000_000
 
 class JobWaiting:
     """Mixed into the operator: needs ``poll_hook``, ``_store``, ``_run_id``,
-    ``_retrying``, ``_record_job_state``, ``poll_interval`` and ``log``."""
+    ``_record_job_state``, ``poll_interval`` and ``log``."""
 
     poll_hook: Any
     poll_interval: float
     log: Any
     _store: Any
     _run_id: Any
-    _retrying: Any
     _record_job_state: Any
     #: until when the job's status is read every END_POLL_S (its driver said it ended)
     _fast_until: float | None = None
@@ -154,15 +153,11 @@ class JobWaiting:
         return True
 
     def _last_log(self, job_id: str) -> str:
-        """The log of a job that failed, read with retries: its ``RAYORCH_ERROR`` line
-        tells a compile or import error (no task retry) from a failed run. Unreadable:
-        ``""``, and the verdict comes from Ray's job info (exit code, log tail)."""
+        """The log of a job that failed: its ``RAYORCH_ERROR`` line tells a compile or
+        import error (no task retry) from a failed run. Unreadable (after the hook's
+        retries): ``""``, and the verdict comes from Ray's job info (exit code, log tail)."""
         try:
-            return str(
-                self._retrying(
-                    lambda: self.poll_hook.get_job_logs(job_id), f"reading the log of job {job_id}"
-                )
-            )
+            return str(self.poll_hook.get_job_logs(job_id))
         except RayOrchClusterError as exc:
             self.log.warning(
                 "cannot read the log of job %s (%s): judging it by Ray's job info", job_id, exc
@@ -208,9 +203,7 @@ class JobWaiting:
         """The error for a trigger event that is not a success."""
         job_id = str(event.get("job_id"))
         try:  # the exit code is in the job info only
-            info = self._retrying(
-                lambda: self.poll_hook.get_job_info(job_id), f"reading job {job_id}"
-            )
+            info = self.poll_hook.get_job_info(job_id)
         except RayOrchClusterError as exc:
             self.log.warning("cannot read job %s (%s)", job_id, exc)
             info = None

@@ -15,7 +15,7 @@ from airflow.sdk import AssetAlias, BaseOperator
 from airflow.sdk.configuration import conf
 
 from airflow_provider_rayorch.common.liveness import record_stopped
-from airflow_provider_rayorch.common.polling import call_with_retries
+from airflow_provider_rayorch.common.polling import RetryPolicy
 from airflow_provider_rayorch.common.repair import RepairMode
 from airflow_provider_rayorch.common.run_ids import run_id_from_context
 from airflow_provider_rayorch.common.sources import stream_sources
@@ -137,14 +137,26 @@ class RunTask(BaseOperator):
         """Submits: a Jobs API that never answered fails at once (a wrong address),
         unless :attr:`answered_before` says it did."""
         return RayOrchHook(
-            self.rayorch_conn_id, address=self.ray_address, answered_before=self.answered_before
+            self.rayorch_conn_id,
+            address=self.ray_address,
+            answered_before=self.answered_before,
+            retry=self._retry_policy(),
         )
 
     @cached_property
     def poll_hook(self) -> RayOrchHook:
         """Polls a job already submitted (by this try or an earlier one): a refused first
         request is transient (a dashboard restarting), retried within the budget."""
-        return RayOrchHook(self.rayorch_conn_id, address=self.ray_address, answered_before=True)
+        return RayOrchHook(
+            self.rayorch_conn_id,
+            address=self.ray_address,
+            answered_before=True,
+            retry=self._retry_policy(),
+        )
+
+    def _retry_policy(self) -> RetryPolicy:
+        """The hooks' budget for transient Jobs-API errors, paced by the poll interval."""
+        return RetryPolicy(base_s=float(self.poll_interval))
 
     def _store(self) -> RunStore:
         from airflow_provider_rayorch.runs.store import RunStore
@@ -232,16 +244,9 @@ class RunTask(BaseOperator):
         )
         return plan
 
-    def _retrying(self, fn: Any, what: str) -> Any:
-        """``fn()`` with transient Jobs-API errors retried within the one budget."""
-        return call_with_retries(fn, what=what, interval=self.poll_interval, log=self.log)
-
     def get_job_status(self, external_id: Any, context: Context) -> str:
         self._job_id = job_id = str(external_id)
-        status = self._retrying(
-            lambda: self.poll_hook.get_job_status(job_id), f"reading job {job_id}"
-        )
-        return str(status)
+        return str(self.poll_hook.get_job_status(job_id))
 
     # -- kill ----------------------------------------------------------------------------
     def on_kill(self) -> None:

@@ -34,7 +34,7 @@ __all__ = ["JobSubmitting"]
 
 class JobSubmitting:
     """Mixed into the operator and the submit operator: needs ``hook``, ``_store``,
-    ``_run_id``, ``_retrying``, ``_driver_args``, ``runtime_env``, ``entrypoint_num_cpus``,
+    ``_run_id``, ``_driver_args``, ``runtime_env``, ``entrypoint_num_cpus``,
     ``poll_interval`` and ``log``."""
 
     hook: Any
@@ -46,7 +46,6 @@ class JobSubmitting:
     _job_id: str | None
     _store: Any
     _run_id: Any
-    _retrying: Any
 
     def submit_job(self, context: Context) -> str:
         run_id = self._run_id(context)
@@ -70,13 +69,13 @@ class JobSubmitting:
 
     def _submit(self, context: Context, run_id: str) -> str:
         hook = self.hook
-        active = self._retrying(lambda: hook.find_active_job(run_id), "listing Ray jobs")
+        active = hook.find_active_job(run_id)
         if active is not None:
             self.log.info("Run %s already has an active job %s: attaching to it", run_id, active)
             self._job_id = active
             return active
         sid = submission_id(run_id, context["ti"].try_number)
-        info = self._retrying(lambda: hook.get_job_info(sid), f"reading job {sid}")
+        info = hook.get_job_info(sid)
         if info is not None:
             if JobStatus.parse(info["status"]).is_active:
                 return sid
@@ -97,16 +96,13 @@ class JobSubmitting:
             "airflow_map_index": str(getattr(ti, "map_index", -1)),
         }
         # Idempotent by ``sid``: after no answer or a 5xx the hook asks whether Ray has
-        # the job, and a retry submits again only when it has not (issue 19).
-        job_id = self._retrying(
-            lambda: hook.submit_job(
-                entrypoint,
-                submission_id=sid,
-                runtime_env=with_parent_run(self.runtime_env, ti),  # OpenLineage parent
-                metadata=metadata,
-                entrypoint_num_cpus=self.entrypoint_num_cpus,
-            ),
-            f"submitting job {sid}",
+        # the job, and submits again (within its retry budget) only when it has not.
+        job_id = hook.submit_job(
+            entrypoint,
+            submission_id=sid,
+            runtime_env=with_parent_run(self.runtime_env, ti),  # OpenLineage parent
+            metadata=metadata,
+            entrypoint_num_cpus=self.entrypoint_num_cpus,
         )
         where = "the provider's loopback head" if hook.is_local_head is True else "the cluster"
         self.log.info("Submitted Ray job %s for run %s to %s", job_id, run_id, where)

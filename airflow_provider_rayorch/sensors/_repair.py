@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import shlex
 import time
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.common.driver_exit import error_from
-from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.repair import RepairMode, should_repair, try_owner
 from airflow_provider_rayorch.common.run_ids import submission_id
 from airflow_provider_rayorch.common.states import SUMMARY_KEY, JobStatus
@@ -35,7 +34,7 @@ from airflow_provider_rayorch.runs.lease import RepairLease
 
 if TYPE_CHECKING:
     import logging
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
 
     from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
     from airflow_provider_rayorch.runs.store import RunStore
@@ -51,7 +50,6 @@ __all__ = [
 ]
 
 DRIVER_MODULE = "airflow_provider_rayorch.job"
-T = TypeVar("T")
 
 
 def push_failed(context: Any, summary: Mapping[str, Any]) -> None:
@@ -136,15 +134,8 @@ class MicrobatchRepair:
         self.deadline = time.monotonic() + float(deadline_s)
         self.lease = RepairLease(store, run_id, owner)
 
-    def _retrying(self, fn: Callable[[], T], what: str) -> T:
-        """``fn()``, retried on the Jobs API's transient errors within the one budget."""
-        return call_with_retries(fn, what=what, interval=self.interval, log=self.log)
-
     def _status(self, job_id: str) -> JobStatus:
-        status = self._retrying(
-            lambda: self.hook.get_job_status(job_id), f"reading Ray job {job_id}"
-        )
-        return JobStatus.parse(status)
+        return JobStatus.parse(self.hook.get_job_status(job_id))
 
     def _wait(self, what: str) -> None:
         if time.monotonic() > self.deadline:
@@ -179,7 +170,7 @@ class MicrobatchRepair:
     def run(self, attempt: int, try_number: int) -> dict[str, Any]:
         """Submit the repair job, wait for it, return the new manifest."""
         sid = f"{submission_id(self.run_id, try_number)}-mb{self.index}-a{attempt}"
-        if self._retrying(lambda: self.hook.get_job_info(sid), f"reading Ray job {sid}"):
+        if self.hook.get_job_info(sid):
             sid = f"{sid}-{int(time.time())}"  # Ray refuses to reuse a submission id
         args = [
             "python", "-m", DRIVER_MODULE, "--run-store", self.store.uri, "--run-id",
@@ -190,14 +181,11 @@ class MicrobatchRepair:
             status=REPAIR_ACTIVE, owner=self.owner,
         )  # fmt: skip
         try:  # idempotent by ``sid``: a submit without an answer is sent again
-            job_id = self._retrying(
-                lambda: self.hook.submit_job(
-                    shlex.join(args),
-                    submission_id=sid,
-                    runtime_env=with_parent_run(None, self.ti) or None,  # OpenLineage parent
-                    metadata={"rayorch_run_id": self.run_id, "rayorch_repair": str(self.index)},
-                ),
-                f"submitting repair job {sid}",
+            job_id = self.hook.submit_job(
+                shlex.join(args),
+                submission_id=sid,
+                runtime_env=with_parent_run(None, self.ti) or None,  # OpenLineage parent
+                metadata={"rayorch_run_id": self.run_id, "rayorch_repair": str(self.index)},
             )
         except Exception as exc:
             self._record("failed", None, attempt, f"submit failed: {exc}")

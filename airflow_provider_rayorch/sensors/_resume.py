@@ -18,7 +18,6 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.common.liveness import record_submitted
-from airflow_provider_rayorch.common.polling import call_with_retries
 from airflow_provider_rayorch.common.repair import may_resume, try_owner
 from airflow_provider_rayorch.common.states import JobStatus
 from airflow_provider_rayorch.lineage.parent import with_parent_run
@@ -77,9 +76,6 @@ class RunResume:
         self.owner, self.interval, self.log, self.ti = owner, max(float(interval), 0.05), log, ti
         self.needed = needed
 
-    def _retrying(self, fn: Any, what: str) -> Any:
-        return call_with_retries(fn, what=what, interval=self.interval, log=self.log)
-
     def job_to_watch(self) -> str:
         """The run's job to watch.
 
@@ -89,7 +85,7 @@ class RunResume:
         newest job is the one it started, it is watched as it is (ended: the try fails).
         """
         job_id = newest_job(self.store, self.run_id, self.first_job)
-        info = self._retrying(lambda: self.hook.get_job_info(job_id), f"reading Ray job {job_id}")
+        info = self.hook.get_job_info(job_id)
         status = JobStatus.MISSING if info is None else JobStatus.parse(info.get("status"))
         if status.is_active or not self.needed():
             return job_id
@@ -145,14 +141,11 @@ class RunResume:
                 job_id,
             )
         # idempotent by ``job_id``: a task that submits it second finds the first's job
-        submitted = self._retrying(
-            lambda: self.hook.submit_job(
-                shlex.join(args),
-                submission_id=job_id,
-                runtime_env=with_parent_run(None, self.ti) or None,  # OpenLineage parent
-                metadata=metadata,
-            ),
-            f"submitting job {job_id}",
+        submitted = self.hook.submit_job(
+            shlex.join(args),
+            submission_id=job_id,
+            runtime_env=with_parent_run(None, self.ti) or None,  # OpenLineage parent
+            metadata=metadata,
         )
         record_submitted(self.store, self.run_id, str(submitted), log=self.log)
         return str(submitted)

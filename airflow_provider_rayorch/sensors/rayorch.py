@@ -12,7 +12,7 @@ from airflow_provider_rayorch.common.job_end import job_end
 from airflow_provider_rayorch.common.job_watch import JobObservation, JobWatch
 from airflow_provider_rayorch.common.liveness import record_ended_without_manifest
 from airflow_provider_rayorch.common.microbatch_story import log_microbatch, log_run
-from airflow_provider_rayorch.common.polling import call_with_retries
+from airflow_provider_rayorch.common.polling import RetryPolicy
 from airflow_provider_rayorch.common.ratio import judge_summary
 from airflow_provider_rayorch.common.repair import RepairMode, ended_before_commit
 from airflow_provider_rayorch.common.states import JobStatus, with_job_status
@@ -105,7 +105,12 @@ class _RunStoreSensor(BaseSensorOperator):
         """Polls the run's jobs and submits its repairs. The submit that started the run
         got an answer from this Jobs API, so a refused request is transient (a head
         restarting or busy), retried within the budget."""
-        return RayOrchHook(self.rayorch_conn_id, address=self.ray_address, answered_before=True)
+        return RayOrchHook(
+            self.rayorch_conn_id,
+            address=self.ray_address,
+            answered_before=True,
+            retry=RetryPolicy(base_s=float(self.poke_interval)),
+        )
 
     @cached_property
     def _store_hook(self) -> RayOrchHook:
@@ -132,14 +137,8 @@ class _RunStoreSensor(BaseSensorOperator):
         return None if first is None else newest_job(self._store(), self.run_id, first)
 
     def _job_status(self, job_id: str) -> JobStatus:
-        """The job's status, transient errors retried within the one budget."""
-        status = call_with_retries(
-            lambda: self.hook.get_job_status(job_id),
-            what=f"reading Ray job {job_id}",
-            interval=float(self.poke_interval),
-            log=self.log,
-        )
-        return JobStatus.parse(status)
+        """The job's status (the hook retries transient errors within its budget)."""
+        return JobStatus.parse(self.hook.get_job_status(job_id))
 
     def _look(self, index: int | None = None) -> JobObservation:
         """One look of the job watch at the run (or microbatch ``index``) and its job;

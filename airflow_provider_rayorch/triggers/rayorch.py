@@ -31,7 +31,7 @@ from airflow_provider_rayorch.common.log_relay import (
     astream_job_logs,
 )
 from airflow_provider_rayorch.common.microbatch_story import log_microbatch, log_run
-from airflow_provider_rayorch.common.polling import COMMIT_LOOK_S, END_POLL_S
+from airflow_provider_rayorch.common.polling import COMMIT_LOOK_S, END_POLL_S, RetryPolicy
 from airflow_provider_rayorch.common.repair import ended_before_commit
 from airflow_provider_rayorch.common.states import JobStatus, with_job_status
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
@@ -135,7 +135,10 @@ class RayOrchJobTrigger(BaseTrigger):
     def _hook(self) -> RayOrchHook:
         # the job was submitted before this trigger existed: connection errors are
         # transient from the first request (a dashboard restarting)
-        return RayOrchHook(self.rayorch_conn_id, address=self.address, answered_before=True)
+        retry = RetryPolicy(base_s=self.poll_interval)
+        return RayOrchHook(
+            self.rayorch_conn_id, address=self.address, answered_before=True, retry=retry
+        )
 
     async def _tail(self, hook: RayOrchHook) -> None:
         relay = LineRelay(self.log, f"[ray job {self.job_id}]")
@@ -372,7 +375,10 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
         return end.why
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        hook = RayOrchHook(self.rayorch_conn_id, address=self.address, answered_before=True)
+        retry = RetryPolicy(base_s=self.poll_interval)
+        hook = RayOrchHook(
+            self.rayorch_conn_id, address=self.address, answered_before=True, retry=retry
+        )
         store = await hook.arun_store(self.run_store)  # with the connection's run_store_options
         job_id = self.job_id
         watch = JobWatch(

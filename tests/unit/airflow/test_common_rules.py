@@ -3,7 +3,6 @@ head registry (airflow_provider_rayorch.common)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -11,78 +10,18 @@ import sys
 import pytest
 
 from airflow_provider_rayorch.common import local_heads
-from airflow_provider_rayorch.common.polling import (
-    RETRY_BUDGET,
-    RetryBudget,
-    acall_with_retries,
-    call_with_retries,
-)
+from airflow_provider_rayorch.common.polling import RETRY_POLICY, RetryPolicy
 from airflow_provider_rayorch.common.ratio import judge_summary
 from airflow_provider_rayorch.common.states import JobStatus
-from airflow_provider_rayorch.exceptions import (
-    RayOrchAuthError,
-    RayOrchClusterError,
-    RayOrchClusterUnavailable,
-)
 
 pytestmark = pytest.mark.timeout(30)
 
 
-def _flaky(errors: list[Exception], result: str = "ok"):
-    calls = {"n": 0}
-
-    def fn():
-        calls["n"] += 1
-        if errors:
-            raise errors.pop(0)
-        return result
-
-    return fn, calls
-
-
-def test_transient_errors_are_retried_with_backoff_within_the_budget() -> None:
-    waits: list[float] = []
-    fn, calls = _flaky([RayOrchClusterUnavailable("HTTP 503")] * 3)
-    assert call_with_retries(fn, what="x", interval=1.0, sleep=waits.append) == "ok"
-    assert calls["n"] == 4
-    assert waits == [1.0, 2.0, 4.0]
-
-
-def test_the_budget_runs_out_with_a_clear_error() -> None:
-    budget = RetryBudget(retries=2)
-    fn, calls = _flaky([RayOrchClusterUnavailable("connection refused")] * 5)
-    with pytest.raises(RayOrchClusterError, match=r"gave up after 3 tries.*connection refused"):
-        call_with_retries(fn, what="reading job j", interval=0.0, budget=budget, sleep=lambda s: 0)
-    assert calls["n"] == 3
-
-
-@pytest.mark.parametrize(
-    "error",
-    [RayOrchAuthError("HTTP 401"), RayOrchClusterError("HTTP 404")],
-    ids=["auth", "not-found"],
-)
-def test_permanent_errors_are_never_retried(error) -> None:
-    fn, calls = _flaky([error])
-    with pytest.raises(type(error)):
-        call_with_retries(fn, what="x", interval=0.0, sleep=lambda s: 0)
-    assert calls["n"] == 1
-
-
-def test_async_retries_share_the_rule() -> None:
-    errors = [RayOrchClusterUnavailable("timeout")]
-
-    async def fn():
-        if errors:
-            raise errors.pop(0)
-        return 7
-
-    assert asyncio.run(acall_with_retries(fn, what="x", interval=0.0)) == 7
-
-
 def test_the_budget_is_bounded() -> None:
-    assert RETRY_BUDGET.retries == 5
-    assert RETRY_BUDGET.delay(10, 5.0) == RETRY_BUDGET.max_delay_s
-    assert RETRY_BUDGET.describe(5.0) == "5 retries waiting 5, 10, 20, 40, 60 s"
+    assert RETRY_POLICY.retries == 5
+    paced = RetryPolicy(base_s=5.0)
+    assert paced.delay(10) == paced.max_delay_s
+    assert paced.describe() == "5 retries waiting 5, 10, 20, 40, 60 s"
 
 
 def test_failed_ratio_verdict() -> None:

@@ -1,5 +1,5 @@
 """A Jobs API that never answered this hook fails at once; one that did is retried
-(issue 12 finding 5, follow-up). The retry sleeps are injected: nothing waits."""
+within the hook's budget. The retry sleeps are injected: nothing waits."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from airflow_provider_rayorch.common import polling
-from airflow_provider_rayorch.common.polling import acall_with_retries, call_with_retries
+from airflow_provider_rayorch.common.polling import RetryPolicy
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
+from airflow_provider_rayorch.hooks import jobs_api
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
 
 if TYPE_CHECKING:
@@ -76,18 +76,21 @@ def _no_default_connection(monkeypatch) -> None:
     monkeypatch.delenv("AIRFLOW_CONN_RAYORCH_DEFAULT", raising=False)
 
 
-def _poll(hook: RayOrchHook, sleeps: list[float]) -> object:
-    return call_with_retries(
-        lambda: hook.get_job_status("j"), what="reading Ray job j", interval=5, sleep=sleeps.append
-    )
+#: the budget paced by a 5 s poll interval
+PACED = RetryPolicy(base_s=5)
 
 
-def test_first_contact_refused_fails_at_once_with_the_hint() -> None:
+def _poll(monkeypatch, hook: RayOrchHook, sleeps: list[float]) -> object:
+    monkeypatch.setattr(jobs_api, "sleep", sleeps.append)
+    return hook.get_job_status("j")
+
+
+def test_first_contact_refused_fails_at_once_with_the_hint(monkeypatch) -> None:
     address = f"http://127.0.0.1:{_closed_port()}"
-    hook = RayOrchHook(address=address)
+    hook = RayOrchHook(address=address, retry=PACED)
     sleeps: list[float] = []
     with pytest.raises(RayOrchClusterError) as caught:
-        _poll(hook, sleeps)
+        _poll(monkeypatch, hook, sleeps)
     assert sleeps == []  # not one retry: nothing ever answered at this address
     assert caught.value.transient is False
     message = str(caught.value)
@@ -97,39 +100,39 @@ def test_first_contact_refused_fails_at_once_with_the_hint() -> None:
     assert "gave up after" not in message
 
 
-def test_first_contact_dns_failure_fails_at_once() -> None:
-    hook = RayOrchHook(address="http://no-such-host.invalid:8265")
+def test_first_contact_dns_failure_fails_at_once(monkeypatch) -> None:
+    hook = RayOrchHook(address="http://no-such-host.invalid:8265", retry=PACED)
     sleeps: list[float] = []
     with pytest.raises(RayOrchClusterError) as caught:
-        _poll(hook, sleeps)
+        _poll(monkeypatch, hook, sleeps)
     assert sleeps == []
     assert HINT in str(caught.value)
 
 
-def test_refused_after_an_answer_is_transient_and_retried(api: _Api) -> None:
-    hook = RayOrchHook(address=api.address)
+def test_refused_after_an_answer_is_transient_and_retried(monkeypatch, api: _Api) -> None:
+    hook = RayOrchHook(address=api.address, retry=PACED)
     assert hook.check_reachable() == "2.60.0"
     api.close()  # the dashboard goes away after answering once (a restart)
     sleeps: list[float] = []
     with pytest.raises(RayOrchClusterError) as caught:
-        _poll(hook, sleeps)
+        _poll(monkeypatch, hook, sleeps)
     assert sleeps == [5, 10, 20, 40, 60]  # the whole budget, then a clear error
     message = str(caught.value)
     assert "gave up after 6 tries" in message
     assert "refused" in message
 
 
-def test_a_transient_answer_does_not_count_as_contact(api: _Api) -> None:
+def test_a_transient_answer_does_not_count_as_contact(monkeypatch, api: _Api) -> None:
     """A 503 (a proxy whose backend is down) is retried but is not the Jobs API answering."""
     api.code = 503
-    hook = RayOrchHook(address=api.address)
+    hook = RayOrchHook(address=api.address, retry=PACED)
     sleeps: list[float] = []
     with pytest.raises(RayOrchClusterError, match="HTTP 503"):
-        _poll(hook, sleeps)
+        _poll(monkeypatch, hook, sleeps)
     assert len(sleeps) == 5
     api.close()
     with pytest.raises(RayOrchClusterError) as caught:
-        _poll(hook, sleeps := [])
+        _poll(monkeypatch, hook, sleeps := [])
     assert sleeps == []
     assert caught.value.transient is False
 
@@ -140,13 +143,11 @@ def test_async_first_contact_refused_fails_at_once(monkeypatch) -> None:
     async def no_wait(delay: float) -> None:
         waits.append(delay)
 
-    monkeypatch.setattr(polling.asyncio, "sleep", no_wait)
-    hook = RayOrchHook(address=f"http://127.0.0.1:{_closed_port()}")
+    monkeypatch.setattr(jobs_api, "asleep", no_wait)
+    hook = RayOrchHook(address=f"http://127.0.0.1:{_closed_port()}", retry=PACED)
 
     async def poll() -> object:
-        return await acall_with_retries(
-            lambda: hook.aget_job_status("j"), what="reading Ray job j", interval=5
-        )
+        return await hook.aget_job_status("j")
 
     with pytest.raises(RayOrchClusterError) as caught:
         asyncio.run(poll())
@@ -160,15 +161,13 @@ def test_async_refused_after_an_answer_is_retried(monkeypatch, api: _Api) -> Non
     async def no_wait(delay: float) -> None:
         waits.append(delay)
 
-    hook = RayOrchHook(address=api.address)
+    hook = RayOrchHook(address=api.address, retry=PACED)
 
     async def poll() -> object:
         await hook.aget_job_status("j")  # answered
         api.close()
-        monkeypatch.setattr(polling.asyncio, "sleep", no_wait)
-        return await acall_with_retries(
-            lambda: hook.aget_job_status("j"), what="reading Ray job j", interval=5
-        )
+        monkeypatch.setattr(jobs_api, "asleep", no_wait)
+        return await hook.aget_job_status("j")
 
     with pytest.raises(RayOrchClusterError, match="gave up after 6 tries"):
         asyncio.run(poll())
@@ -207,10 +206,11 @@ def test_task_time_errors_still_name_the_connection_id(monkeypatch) -> None:
     assert "check the 'ro_task' connection's host" in str(caught.value)
 
 
-def test_a_caller_that_knows_the_api_answered_before_gets_retries() -> None:
+def test_a_caller_that_knows_the_api_answered_before_gets_retries(monkeypatch) -> None:
     """A sensor or trigger polling a job that an earlier task submitted can say so."""
-    hook = RayOrchHook(address=f"http://127.0.0.1:{_closed_port()}", answered_before=True)
+    address = f"http://127.0.0.1:{_closed_port()}"
+    hook = RayOrchHook(address=address, answered_before=True, retry=PACED)
     sleeps: list[float] = []
     with pytest.raises(RayOrchClusterError, match="gave up after 6 tries"):
-        _poll(hook, sleeps)
+        _poll(monkeypatch, hook, sleeps)
     assert sleeps == [5, 10, 20, 40, 60]

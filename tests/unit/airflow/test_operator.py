@@ -5,6 +5,7 @@ from unittest import mock
 import pytest
 from airflow.sdk.exceptions import TaskDeferred
 
+from airflow_provider_rayorch.common.polling import RetryPolicy
 from airflow_provider_rayorch.exceptions import (
     RayOrchClusterError,
     RayOrchClusterUnavailable,
@@ -365,20 +366,10 @@ def test_embedded_driver_dies_with_its_task_process(tmp_path) -> None:
         raise AssertionError("the driver outlived its task process")
 
 
-def test_sync_poll_tolerates_transient_cluster_errors(tmp_path, fake_engine) -> None:
-    hook = _hook(tmp_path)
-    _cluster_runs_driver(tmp_path, hook, statuses=("RUNNING", "RUNNING", "SUCCEEDED"))
-    real_info = hook.get_job_info.side_effect
-    calls = {"n": 0}
-
-    def flaky(job_id):
-        calls["n"] += 1
-        if calls["n"] in (3, 4):  # two polls in a row fail
-            raise RayOrchClusterUnavailable("connection reset")
-        return real_info(job_id)
-
-    hook.get_job_info.side_effect = flaky
-    assert _op(tmp_path, hook).execute(_context()[0])["state"] == "success"
+def test_the_operators_hooks_retry_paced_by_its_poll_interval() -> None:
+    op = RayOrchOperator(task_id="t", pipeline="m:f", sources=[1], poll_interval=3.0)
+    assert op.hook.retry == RetryPolicy(base_s=3.0)
+    assert op.poll_hook.retry == RetryPolicy(base_s=3.0)
 
 
 def test_sync_poll_gives_up_after_repeated_cluster_errors(tmp_path, fake_engine) -> None:

@@ -4,7 +4,6 @@ transient tolerance from their first request (finding 11 follow-up)."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import os
 import socket
@@ -14,9 +13,8 @@ from unittest import mock
 
 import pytest
 
-from airflow_provider_rayorch.common import job_watch, polling
+from airflow_provider_rayorch.hooks import jobs_api
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
-from airflow_provider_rayorch.sensors import rayorch as sensors
 from airflow_provider_rayorch.sensors.rayorch import RayOrchMicrobatchSensor, RayOrchRunSensor
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger, RayOrchMicrobatchTrigger
 
@@ -98,9 +96,7 @@ def _retry_starts(monkeypatch, api: _LateApi, waits: list[float]) -> None:
         waits.append(delay)
         api.start()
 
-    retrying = functools.partial(polling.call_with_retries, sleep=sleep)
-    monkeypatch.setattr(sensors, "call_with_retries", retrying)
-    monkeypatch.setattr(job_watch, "call_with_retries", retrying)  # the sensors' one job watch
+    monkeypatch.setattr(jobs_api, "sleep", sleep)  # the hook's request path
 
 
 # -- finding 11 follow-up: a refused first request of a poller is transient ---------------
@@ -148,7 +144,8 @@ def _async_retry_starts(monkeypatch, api: _LateApi, waits: list[float]) -> None:
         api.start()
         await real_sleep(0)
 
-    monkeypatch.setattr(polling.asyncio, "sleep", sleep)
+    monkeypatch.setattr(jobs_api, "asleep", sleep)  # the hook's retry waits
+    monkeypatch.setattr(asyncio, "sleep", sleep)  # the trigger's poll waits
 
 
 def test_job_trigger_survives_a_refused_first_request(tmp_path, monkeypatch, late_api) -> None:

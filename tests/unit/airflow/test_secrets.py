@@ -135,6 +135,14 @@ def test_the_hook_opens_the_run_store_with_the_connection_options() -> None:
     assert hook.run_store("s3://other/runs").root == "other/runs"
 
 
+def _submit_api() -> mock.MagicMock:
+    """A stand-in JobsApi whose submit POST (one try, run by ``retrying``) answers."""
+    api = mock.MagicMock()
+    api.retrying.side_effect = lambda attempt, what: attempt()
+    api.send.return_value.json.return_value = {"submission_id": "sid"}
+    return api
+
+
 def test_a_ray_job_gets_the_key_of_its_store_options_never_the_options(monkeypatch) -> None:
     """The options go to the cluster's key-value store (the package route's PUT); the
     job's runtime_env and entrypoint, which Ray shows to every worker and its logs,
@@ -143,8 +151,7 @@ def test_a_ray_job_gets_the_key_of_its_store_options_never_the_options(monkeypat
     hook.__dict__["settings"] = RayOrchSettings(
         address="http://head:8265", run_store="s3://bucket/runs", run_store_options=OPTIONS
     )
-    api = mock.MagicMock()
-    api.json.return_value = {"submission_id": "sid"}
+    api = _submit_api()
     monkeypatch.setattr(RayOrchHook, "api", property(lambda self: api))
     monkeypatch.setattr(
         "airflow_provider_rayorch.hooks.packages.prepare_runtime_env", lambda api, env: env
@@ -155,7 +162,7 @@ def test_a_ray_job_gets_the_key_of_its_store_options_never_the_options(monkeypat
     hook.submit_job(
         entrypoint, submission_id="sid", runtime_env={"env_vars": {"HF_TOKEN": API_KEY}}
     )
-    body = api.json.call_args.kwargs["json"]
+    body = api.send.call_args.kwargs["json"]
     _no_secret(json.dumps({**body, "runtime_env": {}}))
     env_vars = body["runtime_env"]["env_vars"]
     key = env_vars[RUN_STORE_OPTIONS_KEY_ENV]
@@ -172,12 +179,11 @@ def test_a_ray_job_gets_the_key_of_its_store_options_never_the_options(monkeypat
 def test_a_ray_job_without_store_options_stores_nothing(monkeypatch) -> None:
     hook = RayOrchHook()
     hook.__dict__["settings"] = RayOrchSettings(address="http://head:8265")
-    api = mock.MagicMock()
-    api.json.return_value = {"submission_id": "sid"}
+    api = _submit_api()
     monkeypatch.setattr(RayOrchHook, "api", property(lambda self: api))
     hook.submit_job("python -m x", submission_id="sid")
     assert api.request.call_args_list == []
-    assert api.json.call_args.kwargs["json"]["runtime_env"] is None
+    assert api.send.call_args.kwargs["json"]["runtime_env"] is None
 
 
 def test_a_connection_whose_run_store_uri_holds_credentials_is_refused(monkeypatch, caplog) -> None:

@@ -15,7 +15,6 @@ listen: the retry waits are injected, nothing sleeps.
 
 from __future__ import annotations
 
-import functools
 import json
 import threading
 from http.server import ThreadingHTTPServer
@@ -25,9 +24,8 @@ import pytest
 from airflow.sdk import DAG
 from submit_fakes import JsonHandler
 
-from airflow_provider_rayorch.common import polling
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
-from airflow_provider_rayorch.operators import _run_task
+from airflow_provider_rayorch.hooks import jobs_api as jobs_api_module
 from airflow_provider_rayorch.operators.local_head import RayLocalHeadStartOperator
 from airflow_provider_rayorch.operators.microbatch import (
     RayOrchSubmitOperator,
@@ -100,8 +98,7 @@ def waits(monkeypatch, jobs_api: LateJobsApi) -> list[float]:
         if len(seen) == 2:
             jobs_api.listen()
 
-    retrying = functools.partial(polling.call_with_retries, sleep=wait)
-    monkeypatch.setattr(_run_task, "call_with_retries", retrying)
+    monkeypatch.setattr(jobs_api_module, "sleep", wait)  # the hook's request path
     return seen
 
 

@@ -184,8 +184,8 @@ def test_a_tls_eof_is_a_dropped_connection_not_a_certificate_failure(
     conn = {"conn_type": "rayorch", "host": tls_eof_server, "extra": {"timeout": 5}}
     monkeypatch.setenv("AIRFLOW_CONN_RO_EOF", json.dumps(conn))
     hook = RayOrchHook("ro_eof", answered_before=True)  # it answered before: a restart
-    with pytest.raises(RayOrchClusterError) as caught:
-        hook.get_job_status("j")
+    with pytest.raises(RayOrchClusterError) as caught:  # one try: the mapped error
+        hook.api.send("GET", "/api/jobs/j", allow_404=True)
     message = str(caught.value)
     assert "EOF" in message
     assert "verification" not in message

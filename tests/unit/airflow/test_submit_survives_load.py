@@ -175,8 +175,8 @@ def test_the_first_submit_survives_a_busy_head(jobs_api: FakeJobsApi, fake_engin
 def test_an_error_answer_is_not_called_unreachable(jobs_api: FakeJobsApi) -> None:
     """The API answered: the message says so, with the status and Ray's words."""
     hook = RayOrchHook()
-    with pytest.raises(RayOrchClusterError) as caught:
-        hook.api.request("POST", "/api/jobs/", what="submitting job 'x'", json={})
+    with pytest.raises(RayOrchClusterError) as caught:  # one try: the mapped error
+        hook.api.send("POST", "/api/jobs/", what="submitting job 'x'", json={})
     message = str(caught.value)
     assert "cannot reach" not in message
     assert "answered HTTP 500" in message
@@ -201,8 +201,8 @@ def test_an_error_traceback_is_excerpted_by_its_last_lines(jobs_api: FakeJobsApi
 def test_a_dropped_connection_says_no_answer(jobs_api: FakeJobsApi) -> None:
     hook = RayOrchHook()
     assert hook.check_reachable() == "2.60.0"
-    with pytest.raises(RayOrchClusterError) as caught:
-        hook.api.request("POST", "/api/jobs/", what="submitting job 'x'", json={})
+    with pytest.raises(RayOrchClusterError) as caught:  # one try: the mapped error
+        hook.api.send("POST", "/api/jobs/", what="submitting job 'x'", json={})
     message = str(caught.value)
     assert "no answer" in message
     assert caught.value.status is None

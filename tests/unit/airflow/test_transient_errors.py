@@ -1,13 +1,18 @@
-"""Transient Jobs-API errors are retried by the operator, both sensors and the triggers,
-up to one budget; then a clear error (issue 12, finding 11)."""
+"""Transient Jobs-API errors are retried by the hook's request path for the operator,
+both sensors and the triggers, up to one budget; then a clear error. One try of a
+request (``JobsApi.send``/``asend``) is replaced here."""
 
 from __future__ import annotations
 
 from unittest import mock
 
+import httpx
 import pytest
 
+from airflow_provider_rayorch.common.polling import RetryPolicy
 from airflow_provider_rayorch.exceptions import RayOrchClusterError, RayOrchClusterUnavailable
+from airflow_provider_rayorch.hooks.jobs_api import JobsApi
+from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
 from airflow_provider_rayorch.runs.store import RunStore
 from airflow_provider_rayorch.sensors.rayorch import RayOrchRunSensor
 
@@ -29,7 +34,12 @@ def _ctx():
     return {"ti": ti}
 
 
-def test_run_sensor_tolerates_one_transient_status_error(tmp_path) -> None:
+def _job(status: str) -> httpx.Response:
+    request = httpx.Request("GET", "http://h:8265/api/jobs/j")
+    return httpx.Response(200, json={"status": status, "message": ""}, request=request)
+
+
+def test_run_sensor_tolerates_one_transient_status_error(monkeypatch, tmp_path) -> None:
     RunStore(str(tmp_path)).write_run_manifest("r", _summary())
     sensor = RayOrchRunSensor(
         task_id="run",
@@ -41,13 +51,15 @@ def test_run_sensor_tolerates_one_transient_status_error(tmp_path) -> None:
     )
     answers = iter([RayOrchClusterUnavailable("HTTP 503: dashboard restarting"), "SUCCEEDED"])
 
-    def status(job_id):
+    def send(self, method, path, **kwargs):
         answer = next(answers)
         if isinstance(answer, Exception):
             raise answer
-        return answer
+        return _job(answer)
 
-    sensor.__dict__["hook"] = mock.MagicMock(**{"get_job_status.side_effect": status})
+    monkeypatch.setattr(JobsApi, "send", send)
+    hook = RayOrchHook(address="http://h:8265", answered_before=True, retry=RetryPolicy(base_s=0))
+    sensor.__dict__["hook"] = hook
     result = sensor.poke(_ctx())
     assert result.is_done
     assert result.xcom_value["sources"]["present"] == 2
@@ -58,17 +70,22 @@ def test_job_trigger_retries_a_transient_error_then_fires(monkeypatch, tmp_path)
 
     from airflow_provider_rayorch.triggers import rayorch as triggers
 
-    answers = [RayOrchClusterUnavailable("HTTP 502"), {"status": "SUCCEEDED", "message": ""}]
+    answers = [RayOrchClusterUnavailable("HTTP 502"), "SUCCEEDED"]
 
-    async def info(self, job_id):
-        answer = answers.pop(0)
+    async def asend(self, method, path, **kwargs):
+        answer = answers.pop(0) if len(answers) > 1 else answers[0]
         if isinstance(answer, Exception):
             raise answer
-        return answer
+        return _job(answer)
 
-    monkeypatch.setattr(triggers.RayOrchHook, "aget_job_info", info)
+    monkeypatch.setattr(JobsApi, "asend", asend)
     trigger = triggers.RayOrchJobTrigger(
-        job_id="j", run_id="r", run_store=str(tmp_path), poll_interval=0.01, tail_logs=False
+        job_id="j",
+        run_id="r",
+        run_store=str(tmp_path),
+        address="http://h:8265",
+        poll_interval=0.01,
+        tail_logs=False,
     )
 
     async def first():
@@ -107,19 +124,25 @@ def test_microbatch_trigger_fails_at_once_on_a_refused_token(monkeypatch, tmp_pa
     assert calls["n"] == 1
 
 
-def test_operator_poll_gives_up_after_the_budget(tmp_path, fake_engine) -> None:
+def test_operator_poll_gives_up_after_the_budget(monkeypatch, tmp_path, fake_engine) -> None:
     from airflow_provider_rayorch.hooks.settings import RayOrchSettings
     from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 
     hook = mock.MagicMock(embedded=False, is_local_head=False, run_store_uri=str(tmp_path))
     hook.settings = RayOrchSettings(address="http://h:8265", run_store=str(tmp_path))
-    hook.get_job_info.side_effect = RayOrchClusterUnavailable("HTTP 504")
+    sends: list[str] = []
+
+    def send(self, method, path, **kwargs):
+        sends.append(path)
+        raise RayOrchClusterUnavailable("HTTP 504")
+
+    monkeypatch.setattr(JobsApi, "send", send)
+    poll_hook = RayOrchHook(address="http://h:8265", retry=RetryPolicy(base_s=0.001))
     op = RayOrchOperator(task_id="t", pipeline="fake_pipelines:Square", sources=[1])
-    op.poll_interval = 0.001
     op.__dict__["hook"] = hook
-    op.__dict__["poll_hook"] = hook
+    op.__dict__["poll_hook"] = poll_hook
     ti = mock.MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1, try_number=1)
     with pytest.raises(RayOrchClusterError, match="gave up after 6 tries") as caught:
         op._poll("j", {"ti": ti})
     assert caught.value.transient is False
-    assert hook.get_job_info.call_count == 6
+    assert sends.count("/api/jobs/j") == 6

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from airflow_provider_rayorch.common.polling import call_with_retries
+from airflow_provider_rayorch.common.polling import RETRY_POLICY
 from airflow_provider_rayorch.exceptions import RayOrchClusterError, RayOrchTransientError
 from airflow_provider_rayorch.operators import _head_start
 
@@ -17,14 +17,10 @@ pytestmark = pytest.mark.timeout(60)
 def test_a_missing_ray_command_is_permanent_and_never_retried(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
     monkeypatch.setattr(_head_start.shutil, "which", lambda name: None)
-    calls = []
-
-    def find() -> str:
-        calls.append(1)
-        return _head_start._ray_executable()
-
     with pytest.raises(RayOrchClusterError, match="`ray` command is not installed") as caught:
-        call_with_retries(find, what="starting a head", interval=0.0, sleep=lambda s: None)
+        _head_start._ray_executable()
     assert not isinstance(caught.value, RayOrchTransientError)
     assert caught.value.transient is False
-    assert calls == [1]
+    with pytest.raises(RayOrchClusterError) as again:  # the retry rule raises it at once
+        RETRY_POLICY.attempts("starting a head").failed(caught.value)
+    assert again.value is caught.value
