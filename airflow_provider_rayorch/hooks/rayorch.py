@@ -331,10 +331,12 @@ class RayOrchHook(BaseHook):
         return None
 
     def stop_job(self, job_id: str) -> bool:
-        """Ask the job to stop (never deletes it: Ray deletes terminal jobs only)."""
+        """Ask the job to stop, once (a kill must not wait out a retry budget; never
+        deletes it: Ray deletes terminal jobs only)."""
         try:
             path = f"/api/jobs/{job_id}/stop"
-            return bool(self.api.json("POST", path, what=f"stopping job {job_id!r}").get("stopped"))
+            resp = self.api.send("POST", path, what=f"stopping job {job_id!r}")
+            return bool(resp is not None and resp.json().get("stopped"))
         except RayOrchClusterError as exc:
             self.log.warning("stopping job %s failed: %s", job_id, exc)
             return False
@@ -367,13 +369,14 @@ class RayOrchHook(BaseHook):
         return str(data.get("logs", ""))
 
     async def astop_job(self, job_id: str) -> bool:
+        """:meth:`stop_job`, awaited (one try)."""
         try:
             api = await self.aapi()
-            data = await api.ajson("POST", f"/api/jobs/{job_id}/stop", what=f"stopping {job_id!r}")
+            resp = await api.asend("POST", f"/api/jobs/{job_id}/stop", what=f"stopping {job_id!r}")
         except RayOrchClusterError as exc:
             self.log.warning("stopping job %s failed: %s", job_id, exc)
             return False
-        return bool(data.get("stopped"))
+        return bool(resp is not None and resp.json().get("stopped"))
 
     async def atail_job_logs(self, job_id: str, interval: float = 2.0) -> AsyncIterator[str]:
         """Yield the job log's new text every ``interval`` seconds (until cancelled: the

@@ -157,3 +157,23 @@ def test_no_retry_budget_means_one_try(monkeypatch, waits, call) -> None:
         call(api)
     assert len(answers.requests) == 1
     assert waits == []
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_stop_is_asked_once_never_waiting_out_the_budget(monkeypatch, waits, mode) -> None:
+    """``on_kill`` stops the job: a head answering 503 gets one request and the stop
+    reports it did not happen, without a wait."""
+    import json
+
+    from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+
+    answers = _Answers((503, "busy"))
+    _api(monkeypatch, answers)  # every JobsApi client of the test talks to ``answers``
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_RO_STOP", json.dumps({"conn_type": "rayorch", "host": ADDRESS})
+    )
+    hook = RayOrchHook("ro_stop")
+    stopped = hook.stop_job("j") if mode == "sync" else asyncio.run(hook.astop_job("j"))
+    assert stopped is False
+    assert [r.url.path for r in answers.requests] == ["/api/jobs/j/stop"]
+    assert waits == []
