@@ -107,35 +107,6 @@ def render_run_report(
         reads the same few records whatever the number of committed microbatches).
     """
     data, damaged = _measured(store, run_id, timeline, calls, microbatches)
-    return _render(
-        store,
-        run_id,
-        data,
-        damaged,
-        generated_at=generated_at,
-        focus=focus,
-        form=form,
-        stylesheet=stylesheet,
-        kept=kept,
-        live=live,
-    )
-
-
-def _render(
-    store: RunStore,
-    run_id: str,
-    data: ReportData | None,
-    damaged: str | None,
-    *,
-    generated_at: datetime | None = None,
-    focus: int | None = None,
-    form: SourceForm | None = None,
-    stylesheet: str | None = None,
-    kept: bool = False,
-    live: RunAggregate | None = None,
-) -> str:
-    """The report's HTML from the run store and the measurements ``data`` (``damaged``:
-    why the stored ones could not be read)."""
     timings = None
     if data is not None and data.timings is not None:
         timings = {t.index: t.model_dump() for t in data.timings}
@@ -164,10 +135,13 @@ def write_run_report(
     kept ``report.html`` from the store (``live``: from the driver's running aggregate,
     see :func:`render_run_report`); returns the kept report's URI. Without
     measurements (after a repair) the stored ones stay and the page is rendered again."""
-    data, damaged = _measured(store, run_id, timeline, calls, microbatches)
-    if data is not None and (timeline or calls or microbatches is not None):
+    if timeline or calls or microbatches is not None:
+        data = measure(run_id, timeline, calls, microbatches)
         store.write_bytes(paths.report_data(run_id), data.to_json().encode("utf-8"))
-    html = _render(store, run_id, data, damaged, kept=True, live=live)
+    # rendered from the measurements given (never from report.json just written)
+    html = render_run_report(
+        store, run_id, timeline, calls, microbatches=microbatches, kept=True, live=live
+    )
     store.write_bytes(paths.report(run_id), html.encode("utf-8"))
     return report_uri(store, run_id)
 

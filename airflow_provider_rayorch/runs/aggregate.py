@@ -57,8 +57,11 @@ class CommittedMicrobatch:
     index: int
     first_source: int
     count: int
+    #: its verdict: ``success`` or ``failed``
     state: str
+    #: counts by outcome (present, dropped, failed, suppressed)
     sources: dict[str, int]
+    #: item counts per grain (documents, pages, ...)
     grains: dict[str, int]
     elapsed_s: float
     attempt: int = 1

@@ -53,8 +53,11 @@ class ResumeRecord(Record):
     )
 
     schema_version: int = SCHEMA_VERSION
+    #: the job that ended before its run was done
     after: str
+    #: the job that resumes the run
     job_id: str
+    #: the task instance that submitted it, and when
     owner: str | None = None
     at: str | None = None
 

@@ -32,6 +32,9 @@ from tests.unit.package_imports import ROOT, module_name, package_modules
 
 pytestmark = pytest.mark.timeout(120)
 
+_PYDANTIC = "a pydantic validator: pydantic turns its ValueError into a ValidationError"
+_SKIP = "Airflow skips a task only on AirflowSkipException"
+
 #: (file under the package, enclosing function's qualified name, class) -> why
 ALLOWED: dict[tuple[str, str, str], str] = {
     ("rayorch/__init__.py", "__getattr__", "AttributeError"): (
@@ -40,18 +43,10 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("runs/sources.py", "SourceColumns.__getitem__", "IndexError"): (
         "the sequence protocol: iteration and slicing stop on IndexError"
     ),
-    ("runs/records.py", "PlanRecord._count_inline", "ValueError"): (
-        "a pydantic validator: pydantic turns its ValueError into a ValidationError"
-    ),
-    ("runs/records.py", "_not_null", "ValueError"): (
-        "a pydantic validator: pydantic turns its ValueError into a ValidationError"
-    ),
-    ("common/sources.py", "_skip_empty_glob", "AirflowSkipException"): (
-        "Airflow skips a task only on AirflowSkipException"
-    ),
-    ("sensors/rayorch.py", "RayOrchRunSensor.execute", "AirflowSkipException"): (
-        "Airflow skips a task only on AirflowSkipException"
-    ),
+    ("runs/records.py", "PlanRecord._count_inline", "ValueError"): _PYDANTIC,
+    ("runs/records.py", "_not_null", "ValueError"): _PYDANTIC,
+    ("common/sources.py", "_skip_empty_glob", "AirflowSkipException"): _SKIP,
+    ("sensors/rayorch.py", "RayOrchRunSensor.execute", "AirflowSkipException"): _SKIP,
     ("rayorch/execution/driving.py", "drive", "<command.error>"): (
         "re-raises the ExecutionError an Abort command carries (built by the core)"
     ),

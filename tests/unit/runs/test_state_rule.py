@@ -17,69 +17,39 @@ def _record(status: str, at: datetime, message: str | None = "why") -> dict[str,
     return {"job_status": status, "message": message, "at": at.isoformat()}
 
 
-@pytest.mark.parametrize(
-    ("facts", "state", "job_status"),
-    [
-        pytest.param(
-            RunFacts(True, "success", job_state=_record("FAILED", RECENT), last_write=OLD),
-            "success",
-            "FAILED",
-            id="run-manifest-wins",
-        ),
-        pytest.param(
-            RunFacts(True, job_state=_record("NOT_STARTED", RECENT), last_write=OLD),
-            "not_started",
-            "NOT_STARTED",
-            id="never-started",
-        ),
-        pytest.param(
-            RunFacts(True, job_state=_record("STOPPED", OLD), last_write=OLD),
-            "stopped",
-            "STOPPED",
-            id="stopped-long-ago-stays-stopped",
-        ),
-        pytest.param(
-            # superseded by a later commit: neither its status nor its message shows
-            RunFacts(True, job_state=_record("FAILED", OLD), last_write=RECENT),
-            "running",
-            None,
-            id="failed-record-of-an-earlier-attempt",
-        ),
-        pytest.param(
-            RunFacts(True, all_committed_state="failed", last_write=RECENT),
-            "failed",
-            None,
-            id="all-committed-no-manifest-yet",
-        ),
-        pytest.param(
-            RunFacts(True, job_state=_record("SUCCEEDED", RECENT), last_write=OLD),
-            "unknown",
-            "SUCCEEDED",
-            id="succeeded-without-run-manifest",
-        ),
-        pytest.param(
-            RunFacts(True, job_state=_record("PENDING", RECENT), last_write=OLD),
-            "pending",
-            "PENDING",
-            id="job-pending",
-        ),
-        pytest.param(
-            RunFacts(True, job_state=_record("RUNNING", RECENT), last_write=OLD),
-            "running",
-            "RUNNING",
-            id="job-running-recently-seen",
-        ),
-        pytest.param(
-            RunFacts(True, job_state=_record("RUNNING", OLD), last_write=OLD),
-            "unknown",
-            "RUNNING",
-            id="running-record-gone-stale",
-        ),
-        pytest.param(RunFacts(True, last_write=RECENT), "running", None, id="no-record-recent"),
-        pytest.param(RunFacts(True, last_write=OLD), "unknown", None, id="no-record-stale"),
-        pytest.param(RunFacts(False), "unknown", None, id="no-plan"),
-    ],
-)
+def _facts(
+    job: str | None = None,
+    at: datetime = RECENT,
+    *,
+    last: datetime | None = OLD,
+    manifest: str | None = None,
+    committed: str | None = None,
+) -> RunFacts:
+    """The facts of a run with a plan: its job-state record (``job`` written ``at``), its
+    last write, its run manifest's state and the counts' state once all committed."""
+    record = None if job is None else _record(job, at)
+    return RunFacts(True, manifest, committed, job_state=record, last_write=last)
+
+
+#: case -> (facts, the state decided, the job status shown)
+STATES: dict[str, tuple[RunFacts, str, str | None]] = {
+    "run-manifest-wins": (_facts("FAILED", manifest="success"), "success", "FAILED"),
+    "never-started": (_facts("NOT_STARTED"), "not_started", "NOT_STARTED"),
+    "stopped-long-ago-stays-stopped": (_facts("STOPPED", OLD), "stopped", "STOPPED"),
+    # superseded by a later commit: neither its status nor its message shows
+    "failed-record-of-an-earlier-attempt": (_facts("FAILED", OLD, last=RECENT), "running", None),
+    "all-committed-no-manifest-yet": (_facts(committed="failed", last=RECENT), "failed", None),
+    "succeeded-without-run-manifest": (_facts("SUCCEEDED"), "unknown", "SUCCEEDED"),
+    "job-pending": (_facts("PENDING"), "pending", "PENDING"),
+    "job-running-recently-seen": (_facts("RUNNING"), "running", "RUNNING"),
+    "running-record-gone-stale": (_facts("RUNNING", OLD), "unknown", "RUNNING"),
+    "no-record-recent": (_facts(last=RECENT), "running", None),
+    "no-record-stale": (_facts(), "unknown", None),
+    "no-plan": (RunFacts(False), "unknown", None),
+}
+
+
+@pytest.mark.parametrize(("facts", "state", "job_status"), STATES.values(), ids=STATES.keys())
 def test_state_rule(facts: RunFacts, state: str, job_status: str | None) -> None:
     decided = decide_state(facts, now=NOW)
     assert (decided.state, decided.job_status) == (state, job_status)
@@ -101,41 +71,26 @@ def test_terminal_states_carry_the_record_message_and_stale_ones_say_since_when(
     assert retried.message is None
 
 
-# -- issue 18 finding 1: a finished run must not say it is running --------------------
+# -- a finished run never says it is running ------------------------------------------
+
+#: case -> (facts, the state decided): a job record older or newer than the run's end
+SUPERSEDED: dict[str, tuple[RunFacts, str]] = {
+    "submit-record-older-than-the-run-manifest": (
+        _facts("RUNNING", OLD, last=RECENT, manifest="success"),
+        "success",
+    ),
+    "failed-run-submit-record": (_facts("RUNNING", OLD, last=RECENT, manifest="failed"), "failed"),
+    # a poller saw the job RUNNING in the seconds between the driver's run manifest and
+    # its exit: the run manifest is the driver's last word, the run has ended
+    "heartbeat-after-the-run-manifest": (_facts("RUNNING", manifest="success"), "success"),
+    "all-committed-after-a-pending-record": (
+        _facts("PENDING", OLD, last=RECENT, committed="success"),
+        "success",
+    ),
+}
 
 
-@pytest.mark.parametrize(
-    ("facts", "state"),
-    [
-        pytest.param(
-            RunFacts(True, "success", job_state=_record("RUNNING", OLD), last_write=RECENT),
-            "success",
-            id="submit-record-older-than-the-run-manifest",
-        ),
-        pytest.param(
-            RunFacts(True, "failed", job_state=_record("RUNNING", OLD), last_write=RECENT),
-            "failed",
-            id="failed-run-submit-record",
-        ),
-        pytest.param(
-            # a poller saw the job RUNNING in the seconds between the driver's run manifest
-            # and its exit: the run manifest is the driver's last word, the run has ended
-            RunFacts(True, "success", job_state=_record("RUNNING", RECENT), last_write=OLD),
-            "success",
-            id="heartbeat-after-the-run-manifest",
-        ),
-        pytest.param(
-            RunFacts(
-                True,
-                all_committed_state="success",
-                job_state=_record("PENDING", OLD),
-                last_write=RECENT,
-            ),
-            "success",
-            id="all-committed-after-a-pending-record",
-        ),
-    ],
-)
+@pytest.mark.parametrize(("facts", "state"), SUPERSEDED.values(), ids=SUPERSEDED.keys())
 def test_a_superseded_job_record_says_nothing(facts: RunFacts, state: str) -> None:
     decided = decide_state(facts, now=NOW)
     assert (decided.state, decided.job_status, decided.message) == (state, None, None)
