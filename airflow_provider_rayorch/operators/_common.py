@@ -43,27 +43,6 @@ def check_run_store_setting(run_store: str | None) -> None:
         check_uri(str(run_store), "run_store")
 
 
-def compile_pipeline(
-    spec: str,
-    pipeline_kwargs: Mapping[str, Any],
-    *,
-    remote: bool,
-    runtime_env: Mapping[str, Any],
-    shares_worker_path: bool = False,
-    dag_file: str | None = None,
-) -> str:
-    """Like :func:`compile_plan`, returning only the plan fingerprint."""
-    plan = compile_plan(
-        spec,
-        pipeline_kwargs,
-        remote=remote,
-        runtime_env=runtime_env,
-        shares_worker_path=shares_worker_path,
-        dag_file=dag_file,
-    )
-    return str(plan.fingerprint)
-
-
 def compile_plan(
     spec: str,
     pipeline_kwargs: Mapping[str, Any],

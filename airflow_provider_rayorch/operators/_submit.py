@@ -2,7 +2,7 @@
 
 The submission id is derived from the run id and try number, so a submit is safe to
 repeat: after no answer or a 5xx the hook asks whether Ray has the job, and a retry
-submits again only when it has not (issue 19). An active job of the same run is
+submits again only when it has not. An active job of the same run is
 attached to instead. A submitted job is recorded in the run store's job-state record
 (``RUNNING``); a submit that failed there (``NOT_STARTED``) and in the run-state
 record (the job never started its driver, :mod:`..runs.run_state`).

@@ -9,7 +9,7 @@ One rule, for both sensors and the microbatch group:
   scheduler can fail such a resumed try: it reads the executor's "success" for the
   worker that exited on ``defer()`` after the resumed try was queued, and fails that
   try as a "state mismatch" (apache/airflow#72716). How late that report comes depends
-  on the load (up to 8 s measured on two busy cores), so no delay before resuming is
+  on the load (seconds on a busy machine), so no delay before resuming is
   safe. Beside listeners the sensors therefore wait on a worker (poke mode) by default:
   one try, one worker process, no resume; the microbatch group bounds how many of its
   sensors wait at once (:data:`LISTENER_SENSOR_WINDOW`).

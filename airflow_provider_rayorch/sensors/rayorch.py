@@ -291,7 +291,7 @@ class RayOrchMicrobatchSensor(MicrobatchLineage, _RunStoreSensor):
         self, context: Context, event: Mapping[str, Any] | str | None = None
     ) -> Any:
         """Resume on the trigger's event (``end_from_trigger=False``, or a trigger
-        serialized by an earlier version of the provider)."""
+        whose serialized form does not end the task)."""
         if isinstance(event, str):
             return self._judge_after_end(context, event)
         if not event or event.get("status") not in ("committed", "error"):
@@ -462,7 +462,7 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
         self, context: Context, event: Mapping[str, Any] | str | None = None
     ) -> Any:
         """Resume on the trigger's event (``end_from_trigger=False``, or a trigger
-        serialized by an earlier version of the provider)."""
+        whose serialized form does not end the task)."""
         summary = self._summary()
         if isinstance(event, str):  # dag.test() resumes a task its trigger ended
             if summary is None:
