@@ -1,4 +1,4 @@
-"""Issue 7 / issue 12 (6): the UI in a real browser, against the e2e deployment (its
+"""The UI in a real browser, against the e2e deployment (its
 scheduler, triggerer and API server; simple auth manager, everyone admin). A
 per-microbatch DAG runs through the scheduler against a loopback Ray head reached
 through a ``rayorch_head`` connection (made through the REST API, token as its
@@ -8,7 +8,7 @@ page and the extra link. Screenshots are kept as artefacts
 (``$RAYORCH_BROWSER_ARTIFACTS``, else a tmp dir; ``RAYORCH_DOC_IMAGES=1`` also
 copies them to docs/images).
 
-Issue 18 finding 7: the planted-payload test serves a run store whose every field a
+The planted-payload test serves a run store whose every field a
 user or a pipeline controls carries markup and script through the plugin's app (uvicorn
 on loopback, no deployment needed) and checks in the browser that nothing ran."""
 
@@ -142,7 +142,7 @@ def test_grid_shows_the_mapped_microbatch_task_instances(ui, artifacts) -> None:
 
 
 def test_every_surface_says_the_run_succeeded(ui, airflow_rest) -> None:
-    """Issue 18 finding 1: no surface says the finished run's job is RUNNING."""
+    """No surface says the finished run's job is RUNNING."""
     url, result, _ = ui
     summary = airflow_rest.xcom(DAG_ID, result["run_id"], "docs.run")
     assert_surfaces_say(url, DAG_ID, result["run_id"], summary, "success")
@@ -268,7 +268,7 @@ def test_runs_page_and_extra_link(ui, artifacts) -> None:
     assert "has no RayOrch run" in missing.text
 
 
-# -- issue 18 finding 7: planted markup and script never run ---------------------------
+# -- planted markup and script never run ---------------------------
 
 
 @pytest.fixture(scope="module")

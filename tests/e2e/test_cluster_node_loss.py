@@ -1,4 +1,4 @@
-"""Issue 20 (2): the provider on a real 2-node cluster loses the worker node mid-run.
+"""The provider on a real 2-node cluster loses the worker node mid-run.
 
 A head and a worker node are started by docs/airflow/real-cluster.md's own blocks in
 token mode on loopback (tests/e2e/real_cluster.py); the worker also gets the custom

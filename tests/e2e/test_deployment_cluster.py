@@ -165,7 +165,7 @@ def test_cluster_run_through_jobs_api(
     assert job.metadata["rayorch_run_id"] == summary["run_id"]
     assert rest.xcom(dag_id, run_id, "docs", key="rayorch_job_url").endswith(job.submission_id)
     # a head started by start_local_head is a provider loopback head: its dashboard ends
-    # with it, so the "Ray job" link opens the run's stored report (issue 12 finding 9)
+    # with it, so the "Ray job" link opens the run's stored report
     link = rest.xcom(dag_id, run_id, "docs", key="_link_RayJobLink")
     assert link.startswith(f"/rayorch/ti?dag_id={dag_id}&")
     assert_no_secret(  # the token is masked / never printed

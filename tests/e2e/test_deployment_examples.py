@@ -1,4 +1,4 @@
-"""Issue 12 (6) and issue 13 (3, 4): the example DAGs on a real deployment. The
+"""The example DAGs on a real deployment. The
 scheduler runs them on the LocalExecutor, deferred sensors wait in the real triggerer,
 and everything is driven and read through the REST API. The processes run under a
 user ``HOME`` where Ray has already written ``~/.ray/auth_token``, with no ``RAY_*``
@@ -87,7 +87,7 @@ def _gates(deployment: Deployment) -> dict[str, str]:
 def busy_machine() -> Iterator[None]:
     """Two CPU-burning processes for the whole module: the loopback-head examples
     (``rayorch_ingest``, ``rayorch_documents``) start their head on a busy machine,
-    where users run ``local_head=True`` (issue 19, deliver 7)."""
+    where users run ``local_head=True``."""
     with cpu_burners():
         yield
 

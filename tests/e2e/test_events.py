@@ -1,4 +1,4 @@
-"""Issue 13 (2): event-driven ingestion through the real scheduler and triggerer.
+"""Event-driven ingestion through the real scheduler and triggerer.
 
 ``rayorch_events`` is one of the shared deployment's DAGs (conftest.DEPLOYMENT_DAGS).
 Its ``AssetWatcher`` runs ``RayOrchNewSourcesTrigger`` in the real triggerer, on

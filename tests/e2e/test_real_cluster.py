@@ -1,4 +1,4 @@
-"""Issue 19 (5): docs/airflow/real-cluster.md works as written for a head and a worker
+"""docs/airflow/real-cluster.md works as written for a head and a worker
 node in token mode (tested on loopback, tests/e2e/real_cluster.py runs the page's
 blocks), and its connection reaches the cluster with the head's token.
 

@@ -109,7 +109,7 @@ def _get(url: str) -> str:
 
 
 def assert_surfaces_say(url: str, dag_id: str, run_id: str, summary: Any, state: str) -> None:
-    """Issue 18 finding 1: after the run ended, the kept ``report.html``, the DAG run's
+    """After the run ended, the kept ``report.html``, the DAG run's
     RayOrch tab, the run task's report tab and the runs page all say ``state``, and none
     says the Ray job is running. ``summary``: the run task's lineage summary."""
     import re

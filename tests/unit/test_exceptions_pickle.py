@@ -1,5 +1,5 @@
-"""Every public exception of the package survives a pickle round trip (issue 19,
-finding 10): exceptions cross process boundaries here (Ray tasks and actors,
+"""Every public exception of the package survives a pickle round trip:
+exceptions cross process boundaries here (Ray tasks and actors,
 the embedded driver, Airflow's supervisor), and one that cannot be rebuilt turns a
 clear error into ``TypeError: __init__() missing ... arguments``. The package has
 one exception root, and retryability is a type."""

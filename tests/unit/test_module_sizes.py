@@ -1,5 +1,5 @@
 """No file in the package is over 500 lines: small modules with one responsibility
-each (issue 19: one lint for the whole package, not only the engine)."""
+each (one lint for the whole package, not only the engine)."""
 
 from __future__ import annotations
 

@@ -62,7 +62,7 @@ JOB = "import ray; ray.init(); print('cpus', int(ray.cluster_resources()['CPU'])
 def test_loopback_head_submits_when_home_holds_a_ray_token(
     home_with_ray_token, monkeypatch, caplog, auth_mode, conn_password
 ) -> None:
-    """Finding 1: whatever the machine's token state, the hook sends the head's token
+    """Whatever the machine's token state, the hook sends the head's token
     and a job on the head connects to its Ray."""
     home, machine_token = home_with_ray_token
     if auth_mode is not None:

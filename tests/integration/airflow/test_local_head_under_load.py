@@ -1,4 +1,4 @@
-"""Loopback-head runs on a busy machine (issue 19, finding 1 and deliver 7).
+"""Loopback-head runs on a busy machine.
 
 On a loaded machine a new head answers ``/api/version`` long before its job agent
 is up, the first ``POST /api/jobs/`` stalls or fails, and ``ray.init`` waits on a

@@ -1,6 +1,6 @@
 """Ray's log stream (``/api/jobs/<id>/logs/tail``, a websocket) on a real loopback
 head in token mode: the relay gets the whole log, each byte once, and Ray closes
-the stream after the job ended (issue 19, finding 7)."""
+the stream after the job ended."""
 
 from __future__ import annotations
 

@@ -91,7 +91,7 @@ def test_documents_dag_prepares_the_sample_pdfs(main_job) -> None:
     ]
     kept = html.read_text()
     assert "corrupt or not a PDF" in kept
-    # issue 18 finding 1: the kept report says the run ended; nothing says its job runs
+    # the kept report says the run ended; nothing says its job runs
     assert 'data-state="success"' in kept
     assert "RUNNING" not in kept, "the kept report says the Ray job is RUNNING"
     assert " is running" not in kept

@@ -1,4 +1,4 @@
-"""Issue 19 (2): every templated field of every example DAG renders on a run with no
+"""Every templated field of every example DAG renders on a run with no
 logical date, the REST API's default (``POST .../dagRuns {"logical_date": null}``) and
 the UI trigger form's.
 

@@ -1,5 +1,5 @@
 """TLS on both Jobs-API paths (sync and async): a CA bundle is honoured, and a server the
-bundle does not trust never receives the token (issue 12, finding 10)."""
+bundle does not trust never receives the token."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Error and log messages name what was wrong, where, and the fix (issue 12)."""
+"""Error and log messages name what was wrong, where, and the fix."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def _ctx():
 
 
 def test_run_sensor_after_a_refused_submit_says_the_submit_failed(tmp_path) -> None:
-    """Finding 2: not `reading job 'None' failed: HTTP 401`."""
+    """Not `reading job 'None' failed: HTTP 401`."""
     store = RunStore(str(tmp_path))
     store.write_job_state(
         "r", "NOT_STARTED", "submit refused: HTTP 401: Unauthorized: Missing authentication token"
@@ -56,7 +56,7 @@ def test_run_sensor_after_a_refused_submit_says_the_submit_failed(tmp_path) -> N
 
 
 def test_loopback_head_address_is_not_reported_as_embedded(monkeypatch) -> None:
-    """Finding 3: a task given a head address must not log `using an embedded local Ray`."""
+    """A task given a head address must not log `using an embedded local Ray`."""
     monkeypatch.delenv("AIRFLOW_CONN_RAYORCH_DEFAULT", raising=False)
     hook = RayOrchHook(address="http://127.0.0.1:8265")
     seen: list[str] = []
@@ -68,7 +68,7 @@ def test_loopback_head_address_is_not_reported_as_embedded(monkeypatch) -> None:
 
 @pytest.mark.parametrize("call", ["check_reachable", "get_job_info", "find_active_job"])
 def test_refused_connection_names_the_host_and_the_fix(monkeypatch, call) -> None:
-    """Finding 5: a refused connection is not a timeout, and the hint names the host."""
+    """A refused connection is not a timeout, and the hint names the host."""
     monkeypatch.delenv("AIRFLOW_CONN_RAYORCH_DEFAULT", raising=False)
     address = f"http://127.0.0.1:{_closed_port()}"
     hook = RayOrchHook(address=address, timeout=10)
@@ -84,7 +84,7 @@ def test_refused_connection_names_the_host_and_the_fix(monkeypatch, call) -> Non
 def test_typo_in_pipeline_path_on_embedded_ray_does_not_suggest_runtime_env(
     tmp_path, fake_engine
 ) -> None:
-    """Finding 6 (b): on embedded Ray a typo is a typo, not a packaging problem."""
+    """On embedded Ray a typo is a typo, not a packaging problem."""
     from airflow_provider_rayorch.hooks.settings import RayOrchSettings
     from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 
@@ -106,7 +106,7 @@ def test_typo_in_pipeline_path_on_embedded_ray_does_not_suggest_runtime_env(
 
 
 def test_loopback_head_gives_no_runtime_env_warning(tmp_path, fake_engine) -> None:
-    """Finding 6 (a): the provider's loopback head imports what the worker imports."""
+    """The provider's loopback head imports what the worker imports."""
     from structlog.testing import capture_logs
 
     from airflow_provider_rayorch.hooks.settings import RayOrchSettings

@@ -1,4 +1,4 @@
-"""The operator along its responsibilities (issue 19, finding 6): the submit operator
+"""The operator along its responsibilities: the submit operator
 is composed from the operator's parts, not derived from it, and keeps its public
 face: the same parameters, templated fields, links and OpenLineage methods."""
 

@@ -1,4 +1,4 @@
-"""The operator's wait wakes on its job's run events, not at its next poll (issue 21).
+"""The operator's wait wakes on its job's run events, not at its next poll.
 
 Measured on a loopback deployment (``python -m benchmarks.airflow_path``): the
 operator's task ended a median 4.0 s after its Ray job: the rest of the 5 s poll

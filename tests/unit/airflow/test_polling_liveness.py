@@ -1,5 +1,5 @@
-"""Pollers of a submitted job write nothing while it runs (issue 28) and keep
-transient tolerance from their first request (finding 11 follow-up)."""
+"""Pollers of a submitted job write nothing while it runs and keep
+transient tolerance from their first request."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def _retry_starts(monkeypatch, api: _LateApi, waits: list[float]) -> None:
     monkeypatch.setattr(jobs_api, "sleep", sleep)  # the hook's request path
 
 
-# -- finding 11 follow-up: a refused first request of a poller is transient ---------------
+# -- a refused first request of a poller is transient ---------------
 def test_microbatch_sensor_poke_survives_a_refused_first_request(
     tmp_path, monkeypatch, late_api
 ) -> None:
@@ -201,7 +201,7 @@ def test_microbatch_trigger_survives_a_refused_first_request(
     assert waits[0] == 5.0
 
 
-# -- issue 28: the driver owns the run's state; pollers of a running job write nothing ---
+# -- the driver owns the run's state; pollers of a running job write nothing ---
 def _planned(tmp_path) -> RunStore:
     store = RunStore(str(tmp_path))
     store.write_plan(

@@ -1,5 +1,5 @@
 """Task-log progress reads as one human line per committed microbatch; the machine
-events stay available but out of the reader's way (issue 12, finding 7)."""
+events stay available but out of the reader's way."""
 
 from __future__ import annotations
 

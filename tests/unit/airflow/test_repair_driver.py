@@ -123,7 +123,7 @@ def test_an_uncommitted_microbatch_cannot_be_repaired(tmp_path: Path) -> None:
 
 
 def test_the_stored_report_shows_the_repair_not_the_first_attempt(tmp_path: Path) -> None:
-    """Issue 13 part 1, what the user sees: report.html after a repair of microbatch 0."""
+    """What the user sees: report.html after a repair of microbatch 0."""
     from airflow_provider_rayorch.reports import read_run_report
 
     store, state = _first_run_with_failures(tmp_path)

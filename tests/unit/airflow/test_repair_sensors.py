@@ -164,7 +164,7 @@ def test_a_repair_waits_for_an_orphaned_earlier_repair_job(failed_run) -> None:
 
 
 def test_a_refused_repair_is_in_the_stored_report(failed_run) -> None:
-    """Issue 13 part 1, what the user sees: report.html names the refusal at once."""
+    """What the user sees: report.html names the refusal at once."""
     from airflow_provider_rayorch.reports import read_run_report
 
     cluster, store, state = failed_run

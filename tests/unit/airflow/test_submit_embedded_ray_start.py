@@ -1,4 +1,4 @@
-"""The embedded driver's local Ray copes with a loaded machine (issue 19, finding 1).
+"""The embedded driver's local Ray copes with a loaded machine.
 
 ``ray.init`` waits a fixed 30 s for its raylet to register (ray/_private/node.py,
 ``raylet_start_wait_time_s``, not configurable) and then fails with "The current

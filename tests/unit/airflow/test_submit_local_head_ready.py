@@ -1,4 +1,4 @@
-"""A loopback head is ready only when its job agent can take jobs (issue 19, finding 1).
+"""A loopback head is ready only when its job agent can take jobs.
 
 Ray's dashboard answers ``/api/version`` before the head's job agent is up; a submit
 then hangs about 10 s and fails with HTTP 500 "No available agent". Here ``ray start``

@@ -1,4 +1,4 @@
-"""No swallowed error changes behaviour (issue 19, finding 8).
+"""No swallowed error changes behaviour.
 
 - A repair asked for, and a run manifest that cannot be read: the task says so; it
   used to resume silently instead of repairing.

@@ -1,5 +1,5 @@
 """One httpx client (and one SSL context) per hook, sync and async, closed by
-``close()`` / ``aclose()`` (issue 19, finding 7): every request used to build a
+``close()`` / ``aclose()``: every request used to build a
 new client and SSL context, and a new connection with them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The first submit survives a loaded head (issue 19, finding 1).
+"""The first submit survives a loaded head.
 
 A loopback HTTP server stands in for Ray's Jobs API and answers the first
 ``POST /api/jobs/`` the way a busy head does: it drops the connection, stalls past

@@ -1,5 +1,5 @@
-"""One parser for the driver's exit codes and RAYORCH_ERROR lines (issue 19,
-finding 6): the operator, its embedded driver and the microbatch repair use it."""
+"""One parser for the driver's exit codes and RAYORCH_ERROR lines:
+the operator, its embedded driver and the microbatch repair use it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The one job watch: a table of job status and store facts to observation, and its
-sync and async drivers over a real run store (issue 19, finding 6)."""
+sync and async drivers over a real run store."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The operator's log relay fetches each byte of a growing job log once, through
 the Jobs API's log stream, and relays each line once; without the stream it reads
-by offset and still relays each line once (issue 19, finding 7)."""
+by offset and still relays each line once."""
 
 from __future__ import annotations
 

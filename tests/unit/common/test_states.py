@@ -1,4 +1,4 @@
-"""``with_job_status`` stamps only a status someone read (issue 28): a summary without
+"""``with_job_status`` stamps only a status someone read: a summary without
 one says UNKNOWN, never SUCCEEDED by default."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """An embedded driver that dies without recording its end (SIGKILL, out of memory)
-reads failed once it is gone, never running (issue 28)."""
+reads failed once it is gone, never running."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A failed embedded run reads failed, with its cause, on every surface (issue 28).
+"""A failed embedded run reads failed, with its cause, on every surface.
 
 The embedded driver fails before any commit (only the plan is stored): the report's
 data and the runs page's state must say failed and why, never running with every

@@ -1,5 +1,5 @@
-"""A run store whose every user- or pipeline-controlled field carries HTML and script
-(issue 18 finding 7), for the plugin's unit and browser tests."""
+"""A run store whose every user- or pipeline-controlled field carries HTML and script,
+for the plugin's unit and browser tests."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The report the driver writes for a small real run (reference executor, no Ray).
 
 The example pipeline's UDFs take microseconds per batch: the report must show those
-microseconds and a non-zero share, not "0" and "0%" (issue 12, finding 9).
+microseconds and a non-zero share, not "0" and "0%".
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def test_small_run_report_shows_microseconds_of_busy_time(tmp_path: Path) -> Non
 
 @pytest.mark.usefixtures("examples_importable")
 def test_kept_report_of_a_finished_run_does_not_say_running(tmp_path: Path) -> None:
-    """Issue 18 finding 1 on the driver's path: the submit records RUNNING, the driver
+    """The submit records RUNNING, the driver
     runs and writes its report; the kept report (and the state) say success, as the
     driver recorded it."""
     from airflow_provider_rayorch.common.liveness import record_submitted

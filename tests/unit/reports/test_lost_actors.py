@@ -1,5 +1,5 @@
 """The report names the actors lost with a batch in flight (a killed node, a crashed
-process): ``report.json`` lists them and the page shows them (issue 20; the node-loss
+process): ``report.json`` lists them and the page shows them (the node-loss
 e2e test, tests/e2e/test_cluster_node_loss.py, checks the same on a real cluster)."""
 
 from __future__ import annotations

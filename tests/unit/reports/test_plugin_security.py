@@ -1,4 +1,4 @@
-"""Issue 18 finding 7: nothing a store writer controls runs as script in Airflow's
+"""Nothing a store writer controls runs as script in Airflow's
 origin. Every field a user or a pipeline controls carries markup and script; the
 plugin's pages show it as text, and every response forbids inline script."""
 

@@ -1,6 +1,6 @@
 """After a repair the report and the plugin pages show each microbatch's current
-state and its attempt history, never the first attempt's stale data (issue 13 part 1,
-"What the user sees"). The run store is built by the real store functions."""
+state and its attempt history, never the first attempt's stale data, as
+the user sees them. The run store is built by the real store functions."""
 
 from __future__ import annotations
 
@@ -158,7 +158,7 @@ def test_runs_page_shows_the_repairs(repaired) -> None:
 
 
 def test_a_committed_repair_never_reads_running(tmp_path: Path) -> None:
-    """Issue 18 finding 1: the repair job commits and writes the kept report before its
+    """The repair job commits and writes the kept report before its
     sensor records the repair committed; the record that still says ``running`` is
     older than the commit and must not show."""
     from airflow_provider_rayorch.reports import read_run_report

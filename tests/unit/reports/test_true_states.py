@@ -78,7 +78,7 @@ def _assert_distinct_ticks(svg: str) -> None:
         assert len(labels) == len(set(labels)), f"{axis} axis repeats a tick label: {labels}"
 
 
-# -- finding 4: a run whose job never started, died or was stopped -------------------
+# -- a run whose job never started, died or was stopped -------------------
 
 
 def test_never_started_run_reports_not_started_with_the_message(tmp_path: Path) -> None:
@@ -245,7 +245,7 @@ def test_small_run_has_distinct_tick_labels(tmp_path: Path) -> None:
 
 
 def test_small_run_shows_busy_time_and_utilisation_not_zero(tmp_path: Path) -> None:
-    """Finding 9: µs of UDF time in a 15 ms run read as "0" and "0%"."""
+    """Microseconds of UDF time in a 15 ms run never read as "0" and "0%"."""
     store = make_run(tmp_path)
     timeline, calls, timings = _small_timeline()
     html = render_run_report(store, RUN, timeline, calls, microbatches=timings)
@@ -273,7 +273,7 @@ def test_damaged_job_state_record_does_not_hide_the_run(tmp_path: Path) -> None:
     assert "job_state.json is not JSON" in render_run_report(store, RUN)
 
 
-# -- issue 18 finding 1: a finished run never says its job runs -----------------------
+# -- a finished run never says its job runs -----------------------
 
 
 @pytest.mark.parametrize(

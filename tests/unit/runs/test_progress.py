@@ -1,6 +1,6 @@
 """The driver's progress ticker prints only what the driver thread published: it never
 reads the engine's core from its own thread, so a progress line cannot race the
-dispatch loop or show a negative delta (issue 19, finding 9)."""
+dispatch loop or show a negative delta."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Every run-store record is typed and versioned: a record that does not parse, or
 carries a version this provider does not know, raises ``StoreError`` naming its URI
-and the fix (issue 18, finding 6 and deliver 2)."""
+and the fix."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The run-state record (issue 28): the driver owns it, and a run reads as what it is
+"""The run-state record: the driver owns it, and a run reads as what it is
 (running, succeeded, failed with its cause, never started, stopped, killed mid-run)."""
 
 from __future__ import annotations

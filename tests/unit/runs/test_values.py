@@ -1,6 +1,6 @@
 """No silent value loss: what the run store holds comes back as documented
 (docs/run-store.md), and a value it cannot hold FAILS its source with a cause that
-names the type (issue 18, finding 5 and deliver 7)."""
+names the type."""
 
 from __future__ import annotations
 

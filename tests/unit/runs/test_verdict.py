@@ -1,4 +1,4 @@
-"""The failed-ratio verdict is judged once, by the driver, and recorded (issue 28);
+"""The failed-ratio verdict is judged once, by the driver, and recorded;
 the Airflow layer reads it, and judges from the counts only a summary without one."""
 
 from __future__ import annotations

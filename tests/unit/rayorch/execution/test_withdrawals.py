@@ -14,7 +14,7 @@ def test_rows_of_a_queued_batch_are_skipped_when_it_starts() -> None:
 
 
 def test_a_new_run_restarting_batch_ids_is_still_withdrawn() -> None:
-    """Finding 3 of issue 11: batch ids restart every run; the epoch tells them apart."""
+    """Batch ids restart every run; the epoch tells them apart."""
     marks = Withdrawals()
     for batch in (1, 2, 3):
         marks.start((1, batch))
