@@ -59,6 +59,7 @@ __all__ = [
     "shared_turn",
     "start_turn",
     "started_heads",
+    "still_runs",
     "unregister",
     "write_shared",
 ]
@@ -194,6 +195,11 @@ def process_start(pid: int) -> int | None:
     except (OSError, IndexError):
         return None
     return None if fields[0] == "Z" else int(fields[19])
+
+
+def still_runs(pid: int, start: object) -> bool:
+    """Process ``pid`` is still the one that started at ``start`` (``process_start``)."""
+    return start is not None and process_start(pid) == start
 
 
 def run_key(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:

@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.common import local_heads
@@ -67,18 +68,17 @@ def _watch_idle(info: Mapping[str, Any], idle_s: float) -> None:
         )
 
 
+@dataclass(frozen=True)
 class SharedHead:
     """The shared head as found or started, and whether this call started it."""
 
-    def __init__(self, info: dict[str, Any], *, started: bool) -> None:
-        self.info = info
-        self.started = started
+    info: dict[str, Any]
+    started: bool
 
 
 def _runs(record: Mapping[str, Any]) -> bool:
     """The recorded head's ``ray start`` process still runs (same pid, same start)."""
-    start = record.get("start")
-    return start is not None and local_heads.process_start(int(record["pgid"])) == start
+    return local_heads.still_runs(int(record["pgid"]), record.get("start"))
 
 
 def _answering(info: Mapping[str, Any], timeout: float) -> bool:

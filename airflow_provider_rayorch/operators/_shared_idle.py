@@ -63,7 +63,7 @@ def check_once(
         record = local_heads.read_shared()
         if record is None or int(record.get("pgid") or 0) != pgid:
             return False  # stopped, or replaced by another head
-        if local_heads.process_start(pgid) != record.get("start"):
+        if not local_heads.still_runs(pgid, record.get("start")):
             return False  # gone: the next run replaces it
         now = time.time() if now is None else now
         if busy(record, client):
@@ -87,7 +87,7 @@ def main(argv: list[str]) -> int:
         while True:
             next_look = time.monotonic() + min(POLL_S, idle_s)
             while time.monotonic() < next_look:  # a stopped head ends the watch at once
-                if start is None or local_heads.process_start(pgid) != start:
+                if not local_heads.still_runs(pgid, start):
                     return 0
                 time.sleep(_ALIVE_POLL_S)
             if not check_once(pgid, idle_s, client=client):
