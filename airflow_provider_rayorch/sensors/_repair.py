@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.common.driver_exit import error_from
+from airflow_provider_rayorch.common.job_watch import JobWatch
 from airflow_provider_rayorch.common.repair import RepairMode, should_repair, try_owner
 from airflow_provider_rayorch.common.run_ids import submission_id
 from airflow_provider_rayorch.common.states import SUMMARY_KEY, JobStatus
@@ -25,18 +26,16 @@ from airflow_provider_rayorch.exceptions import (
     RayOrchPlanChanged,
 )
 from airflow_provider_rayorch.lineage.parent import with_parent_run
-from airflow_provider_rayorch.runs.attempts import (
-    REPAIR_ACTIVE,
-    read_repairs,
-    write_repair,
-)
+from airflow_provider_rayorch.runs.attempts import REPAIR_ACTIVE, repair_records, write_repair
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.lease import RepairLease
 
 if TYPE_CHECKING:
     import logging
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+    from airflow_provider_rayorch.runs.records import MicrobatchManifest
     from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = [
@@ -59,15 +58,13 @@ def push_failed(context: Any, summary: Mapping[str, Any]) -> None:
     ti.xcom_push(key="return_value", value=dict(summary))
 
 
-def has_failed(manifest: Mapping[str, Any] | None) -> bool:
+def has_failed(manifest: MicrobatchManifest | None) -> bool:
     """The committed microbatch has FAILED or SUPPRESSED sources."""
-    if manifest is None:
-        return False
-    sources = manifest.get("sources") or {}
-    return int(sources.get("failed", 0)) + int(sources.get("suppressed", 0)) > 0
+    sources = None if manifest is None else manifest.sources
+    return sources is not None and sources.failed + sources.suppressed > 0
 
 
-def repair_if_cleared(sensor: Any, context: Any) -> dict[str, Any] | None:
+def repair_if_cleared(sensor: Any, context: Any) -> MicrobatchManifest | None:
     """A microbatch sensor's repair try: when its try repairs (``should_repair``) and
     its committed microbatch has failed sources, repair them and return the new manifest
     (None: not a repair try, or nothing to repair)."""
@@ -75,7 +72,7 @@ def repair_if_cleared(sensor: Any, context: Any) -> dict[str, Any] | None:
     if not should_repair(RepairMode(sensor.repair), ti, sensor.retries):
         return None
     store, run_id, index = sensor._store(), sensor.run_id, sensor.index
-    if not has_failed(store.read_manifest(run_id, index)):
+    if not has_failed(store.manifest_record(run_id, index)):
         return None
     repair = MicrobatchRepair(
         hook=sensor.hook,
@@ -98,22 +95,25 @@ def repair_if_cleared(sensor: Any, context: Any) -> dict[str, Any] | None:
     repair.wait_for_job(sensor._job)
     try:
         repair.acquire()
-        manifest = store.read_manifest(run_id, index)  # again, under the lease
-        if not has_failed(manifest):
+        manifest = store.manifest_record(run_id, index)  # again, under the lease
+        if manifest is None or not has_failed(manifest):
             return manifest
-        assert manifest is not None
-        attempt = int(manifest.get("attempt") or 1) + 1
+        attempt = (manifest.attempt or 1) + 1
         try:
             return repair.run(attempt, int(ti.try_number))
         except Exception:
-            push_failed(context, manifest)  # the XCom still shows the committed state
+            push_failed(context, plain(manifest))  # the XCom still shows the committed state
             raise
     finally:
         repair.release()
 
 
 class MicrobatchRepair:
-    """One repair of microbatch ``index`` of ``run_id`` (see the module docstring)."""
+    """One repair of microbatch ``index`` of ``run_id`` (see the module docstring).
+
+    Every wait (for a job, for the lease) is a look, then a pause of ``interval``
+    (``sleep``), until the look says it is over; past ``deadline_s`` the repair fails
+    (:meth:`_pause`). A job is looked at through the job watch (:class:`JobWatch`)."""
 
     def __init__(
         self,
@@ -127,47 +127,59 @@ class MicrobatchRepair:
         log: logging.Logger | Any,
         deadline_s: float,
         ti: Any = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.hook, self.store, self.run_id, self.index = hook, store, run_id, index
         self.ti = ti  # the repairing task: the repair job's OpenLineage parent
         self.owner, self.interval, self.log = owner, max(float(interval), 0.05), log
         self.deadline = time.monotonic() + float(deadline_s)
+        self.sleep = sleep
         self.lease = RepairLease(store, run_id, owner)
 
-    def _status(self, job_id: str) -> JobStatus:
-        return JobStatus.parse(self.hook.get_job_status(job_id))
-
-    def _wait(self, what: str) -> None:
+    def _pause(self, what: str) -> None:
+        """Sleep one interval before the next look; past the deadline, fail naming ``what``."""
         if time.monotonic() > self.deadline:
             raise RayOrchJobFailed(f"repair of microbatch {self.index}: gave up waiting {what}")
-        time.sleep(self.interval)
+        self.sleep(self.interval)
+
+    def _until_ended(self, job_id: str, what: str, *, renew: bool = False) -> JobStatus:
+        """Wait until job ``job_id`` (``what``: how the log names it) has ended; its
+        status then. ``renew``: renew the lease between looks (this try holds it)."""
+        hook = self.hook
+        watch = JobWatch(
+            store=self.store,
+            run_id=self.run_id,
+            job_id=job_id,
+            read_job=lambda: hook.get_job_status(job_id),
+            interval=self.interval,
+            log=self.log,
+        )
+        while not (seen := watch.look()).ended:
+            if renew:
+                self.lease.renew()
+            self.log.info("Repair waits for %s %s (%s) to end", what, job_id, seen.status)
+            self._pause(f"for {what} {job_id}")
+        return seen.status or JobStatus.MISSING
 
     def wait_for_job(self, job_id: str | None) -> None:
         """Wait until the run's (first) job has ended: a repair never races it."""
-        if not job_id:
-            return
-        while (status := self._status(job_id)).is_active:
-            self.log.info("Repair waits for Ray job %s (%s) to end", job_id, status)
-            self._wait(f"for Ray job {job_id}")
+        if job_id:
+            self._until_ended(job_id, "Ray job")
 
     def acquire(self) -> None:
         """Take the run's repair lease (two cleared microbatches never race), then wait
         for a repair job whose holder let its lease expire (a killed task's job may
         still be running)."""
         while not self.lease.acquire():
-            holder = (self.lease.holder() or {}).get("owner")
+            held = self.lease.held()
+            holder = None if held is None else held.owner
             self.log.info("Repair waits for the run's repair lease, held by %s", holder)
-            self._wait(f"for the repair lease held by {holder}")
-        for record in read_repairs(self.store, self.run_id):
-            job_id = record.get("job_id")
-            if record.get("status") != REPAIR_ACTIVE or not job_id:
-                continue
-            while (status := self._status(str(job_id))).is_active:
-                self.lease.renew()
-                self.log.info("Repair waits for an earlier repair job %s (%s)", job_id, status)
-                self._wait(f"for the earlier repair job {job_id}")
+            self._pause(f"for the repair lease held by {holder}")
+        for record in repair_records(self.store, self.run_id):
+            if record.status == REPAIR_ACTIVE and record.job_id:
+                self._until_ended(record.job_id, "the earlier repair job", renew=True)
 
-    def run(self, attempt: int, try_number: int) -> dict[str, Any]:
+    def run(self, attempt: int, try_number: int) -> MicrobatchManifest:
         """Submit the repair job, wait for it, return the new manifest."""
         sid = f"{submission_id(self.run_id, try_number)}-mb{self.index}-a{attempt}"
         if self.hook.get_job_info(sid):
@@ -197,11 +209,9 @@ class MicrobatchRepair:
         self.log.info(
             "Submitted repair job %s for microbatch %d (attempt %d)", job_id, self.index, attempt
         )
-        while (status := self._status(job_id)).is_active:
-            self.lease.renew()
-            self._wait(f"for repair job {job_id}")
-        manifest = self.store.read_manifest(self.run_id, self.index) or {}
-        if status is JobStatus.SUCCEEDED and int(manifest.get("attempt") or 1) == attempt:
+        status = self._until_ended(job_id, "repair job", renew=True)
+        manifest = self.store.manifest_record(self.run_id, self.index)
+        if status is JobStatus.SUCCEEDED and manifest is not None and manifest.attempt == attempt:
             self._record("committed", job_id, attempt, None)
             return manifest
         error = self._job_error(job_id, status)
@@ -247,16 +257,15 @@ class MicrobatchRepair:
 def repairs_pending(store: RunStore, run_id: str, job_status: Any) -> list[int]:
     """Microbatches whose repair may still write: a ``running`` record whose job is
     active (``job_status(job_id)``), not submitted yet, or whose lease is still held."""
-    lease = RepairLease(store, run_id, owner="run task")
-    holder = lease.holder()
-    held = holder is not None and float(holder.get("expires") or 0.0) > time.time()
+    lease = RepairLease(store, run_id, owner="run task").held()
+    held = lease is not None and lease.expires > time.time()
     pending = []
-    for record in read_repairs(store, run_id):
-        if record.get("status") != REPAIR_ACTIVE:
+    for record in repair_records(store, run_id):
+        if record.status != REPAIR_ACTIVE:
             continue
-        job_id = record.get("job_id")
-        if held or (job_id and JobStatus.parse(job_status(str(job_id))).is_active):
-            pending.append(int(record["index"]))
+        job_id = record.job_id
+        if held or (job_id and JobStatus.parse(job_status(job_id)).is_active):
+            pending.append(record.index)
     return pending
 
 

@@ -50,7 +50,7 @@ def resume_if_ended(sensor: Any, context: Any) -> str | None:
         interval=float(sensor.poke_interval),
         log=sensor.log,
         ti=ti,
-        needed=lambda: sensor._store().read_manifest(sensor.run_id, sensor.index) is None,
+        needed=lambda: sensor._store().manifest_record(sensor.run_id, sensor.index) is None,
     ).job_to_watch()
 
 

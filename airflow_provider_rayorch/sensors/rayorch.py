@@ -20,6 +20,7 @@ from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded, RayO
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
 from airflow_provider_rayorch.lineage.assets import attach_outputs_event
 from airflow_provider_rayorch.lineage.tasks import MicrobatchLineage, RunLineage
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.run_state import recorded_job_status
 from airflow_provider_rayorch.sensors._assets import (
     end_from_trigger_with_alias,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
     from airflow.sdk import Context
 
+    from airflow_provider_rayorch.runs.records import MicrobatchManifest, RunManifest
     from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = ["MICROBATCH_MAP_INDEX_TEMPLATE", "RayOrchMicrobatchSensor", "RayOrchRunSensor"]
@@ -165,11 +167,11 @@ class _RunStoreSensor(BaseSensorOperator):
 
     def _not_submitted(self) -> RayOrchJobFailed:
         """The error for a run whose submit task started no Ray job."""
-        state = self._store().read_job_state(self.run_id)
-        if state is not None and state.get("job_status") == JobStatus.NOT_STARTED:
+        state = self._store().job_state_record(self.run_id)
+        if state is not None and state.job_status is JobStatus.NOT_STARTED:
             return RayOrchJobFailed(
                 f"the submit task never started a Ray job for run {self.run_id}: "
-                f"{state.get('message')}. Fix that cause (see the submit task's log), then "
+                f"{state.message}. Fix that cause (see the submit task's log), then "
                 "clear the submit task."
             )
         return RayOrchJobFailed(
@@ -227,7 +229,7 @@ class RayOrchMicrobatchSensor(MicrobatchLineage, _RunStoreSensor):
         self.microbatch = microbatch
         self.repair = RepairMode.parse(repair).value
 
-    def _repair_if_cleared(self, context: Context) -> dict[str, Any] | None:
+    def _repair_if_cleared(self, context: Context) -> MicrobatchManifest | None:
         """On a repair try with a committed failed microbatch: repair it, return the new
         manifest (None: not a repair try, or nothing to repair)."""
         from airflow_provider_rayorch.sensors._repair import repair_if_cleared
@@ -246,12 +248,11 @@ class RayOrchMicrobatchSensor(MicrobatchLineage, _RunStoreSensor):
         return resume_if_ended(self, context)
 
     def execute(self, context: Context) -> Any:
-        repaired = self._repair_if_cleared(context)
-        if repaired is not None:
-            return self._judge(repaired, context)
-        manifest = self._store().read_manifest(self.run_id, self.index)
+        manifest = self._repair_if_cleared(context) or self._store().manifest_record(
+            self.run_id, self.index
+        )
         if manifest is not None:
-            return self._judge(manifest, context)
+            return self._judge(plain(manifest), context)
         if self._job is None and self.job_id is not None:
             raise self._not_submitted()
         job_id = self._resume_if_ended(context)
@@ -305,13 +306,13 @@ class RayOrchMicrobatchSensor(MicrobatchLineage, _RunStoreSensor):
     def _judge_after_end(self, context: Context, ended: str) -> Any:
         """``dag.test()`` resumes a task its trigger ended, with the end state alone
         (Airflow 3.3 does not apply a trigger's task-end event there): judge again."""
-        manifest = self._store().read_manifest(self.run_id, self.index)
+        manifest = self._store().manifest_record(self.run_id, self.index)
         if manifest is None:
             raise RayOrchJobFailed(
                 f"microbatch {self.index} of run {self.run_id} did not commit: its trigger "
                 f"ended the task {ended} (its log above says why)"
             )
-        return self._judge(manifest, context)
+        return self._judge(plain(manifest), context)
 
     def _judge(self, summary: Mapping[str, Any], context: Context) -> dict[str, Any]:
         """Log what the microbatch did (counts, each failure's cause), then judge it."""
@@ -374,16 +375,16 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
             attach_outputs_event(context, self.outputs_asset_alias, result, self._store(), self.log)
         return result
 
-    def _summary(self) -> dict[str, Any] | None:
-        return self._store().read_run_manifest(self.run_id)
+    def _summary(self) -> RunManifest | None:
+        return self._store().run_manifest_record(self.run_id)
 
     def _repaired_run(self) -> bool:
         """The run has repair records and its first job wrote a run manifest: the
         first job's id (maybe on a head that is gone) no longer matters."""
-        from airflow_provider_rayorch.runs.attempts import read_repairs
+        from airflow_provider_rayorch.runs.attempts import repair_records
 
         store = self._store()
-        return bool(read_repairs(store, self.run_id)) and self._summary() is not None
+        return bool(repair_records(store, self.run_id)) and self._summary() is not None
 
     def _repairs_done(self) -> bool:
         """No repair in the run store may still write; then rewrite the run manifest."""
@@ -456,7 +457,7 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
         summary = self._summary()
         if summary is None:
             raise RayOrchJobFailed(f"run {self.run_id} ended without a run manifest")
-        return with_job_status(summary, recorded_job_status(self._store(), self.run_id))
+        return with_job_status(plain(summary), recorded_job_status(self._store(), self.run_id))
 
     def execute_complete(
         self, context: Context, event: Mapping[str, Any] | str | None = None
@@ -471,11 +472,11 @@ class RayOrchRunSensor(RunLineage, _RunStoreSensor):
                     f"{event} (its log above says why)"
                 )
             status = recorded_job_status(self._store(), self.run_id)
-            return self._finish(with_job_status(summary, status), context)
+            return self._finish(with_job_status(plain(summary), status), context)
         if not event or "status" not in event:
             raise RayOrchJobFailed(f"unexpected trigger event {event!r}")
         if summary is None:
             raise self._ended_without_manifest(
                 str(event.get("job_id")), str(event.get("job_status")), str(event.get("message"))
             )
-        return self._finish(with_job_status(summary, event.get("job_status")), context)
+        return self._finish(with_job_status(plain(summary), event.get("job_status")), context)
