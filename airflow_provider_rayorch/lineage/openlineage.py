@@ -30,7 +30,7 @@ from airflow_provider_rayorch.runs import paths
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from airflow_provider_rayorch.runs.records import PlanRecord
+    from airflow_provider_rayorch.runs.records import MicrobatchManifest, PlanRecord
     from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = [
@@ -92,14 +92,14 @@ def run_facet_class() -> type[Any]:
     return RayOrchRunFacet
 
 
-def _microbatch_file(store: RunStore, run_id: str, manifest: Mapping[str, Any]) -> str:
-    index = int((manifest.get("microbatch") or {}).get("index", 0))
-    attempt = int(manifest.get("attempt") or 1)
-    ports = (manifest.get("outputs") or {}).get("ports") or ["out"]
-    return posixpath.join(store.root, *paths.output_file(run_id, index, attempt, ports[0]))
+def _microbatch_file(store: RunStore, run_id: str, manifest: MicrobatchManifest) -> str:
+    index = 0 if manifest.microbatch is None else manifest.microbatch.index
+    ports = (manifest.outputs.ports if manifest.outputs else None) or ["out"]
+    parts = paths.output_file(run_id, index, manifest.attempt or 1, ports[0])
+    return posixpath.join(store.root, *parts)
 
 
-def output_schema(store: RunStore, run_id: str, manifest: Mapping[str, Any] | None) -> list[Any]:
+def output_schema(store: RunStore, run_id: str, manifest: MicrobatchManifest | None) -> list[Any]:
     """Schema fields of the outputs: the stored Parquet file's types when a committed
     microbatch has one (a footer read), else the known layout."""
     from airflow.providers.common.compat.openlineage.facet import SchemaDatasetFacetFields
@@ -177,7 +177,12 @@ def _ended(store: RunStore, run_id: str) -> dict[str, Any] | None:
     return {"job_status": state.job_status, "message": state.message}
 
 
-def _output(store: RunStore, run_id: str, summary: Mapping[str, Any] | None, manifest: Any) -> Any:
+def _output(
+    store: RunStore,
+    run_id: str,
+    summary: Mapping[str, Any] | None,
+    manifest: MicrobatchManifest | None,
+) -> Any:
     from airflow.providers.common.compat.openlineage.facet import (
         OutputDataset,
         OutputStatisticsOutputDatasetFacet,
@@ -203,13 +208,15 @@ def operator_lineage(
     *,
     summary: Mapping[str, Any] | None = None,
     microbatch: Mapping[str, Any] | None = None,
+    manifest: MicrobatchManifest | None = None,
     failed: bool = False,
 ) -> Any:
     """The ``OperatorLineage`` of a task of run ``run_id``.
 
     ``summary``: the run's (or the microbatch's) lineage summary once known;
     ``microbatch``: the descriptor a mapped microbatch task is about (its inputs are
-    counted over its own sources, its facet carries its summary); ``failed``: the
+    counted over its own sources, its facet carries its summary); ``manifest``: its
+    manifest record when the caller read it (else it is read here); ``failed``: the
     task failed, so an ``errorMessage`` facet says why when the records tell, and the
     outputs folder is named only when a microbatch was committed there (a task that
     failed before submitting, or a job that committed nothing, wrote nothing)."""
@@ -218,10 +225,10 @@ def operator_lineage(
 
     plan = store.read_plan(run_id)
     if microbatch is not None:
-        manifest = summary or store.read_manifest(run_id, int(microbatch["index"]))
+        manifest = manifest or store.manifest_record(run_id, int(microbatch["index"]))
     else:
         committed = sorted(store.committed(run_id))
-        manifest = store.read_manifest(run_id, committed[0]) if committed else None
+        manifest = store.manifest_record(run_id, committed[0]) if committed else None
     payload = run_facet_payload(run_id=run_id, summary=summary, plan=plan, microbatch=microbatch)
     run_facets: dict[str, Any] = {FACET_KEY: run_facet_class()(**payload)}
     if failed:

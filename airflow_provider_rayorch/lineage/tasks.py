@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_rayorch.runs.boundary import plain
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -71,7 +73,7 @@ def operator_lineage_on_end(operator: Any, task_instance: Any, *, failed: bool) 
     else:
         return OperatorLineage()  # no task instance, no run: nothing is known
     store: RunStore = operator._store()
-    summary = result if isinstance(result, dict) else store.read_run_manifest(run_id)
+    summary = result if isinstance(result, dict) else plain(store.run_manifest_record(run_id))
     return operator_lineage(
         store,
         run_id,
@@ -118,12 +120,13 @@ def microbatch_lineage(sensor: Any, *, failed: bool = False, started: bool = Fal
         return nothing
     store = _sensor_store(sensor)
     microbatch = dict(sensor.microbatch)
-    manifest = None if started else store.read_manifest(sensor.run_id, int(microbatch["index"]))
+    manifest = None if started else store.manifest_record(sensor.run_id, int(microbatch["index"]))
     return operator_lineage(
         store,
         sensor.run_id,
-        summary=_judged(manifest, sensor.max_failed_ratio),
+        summary=_judged(plain(manifest), sensor.max_failed_ratio),
         microbatch=microbatch,
+        manifest=manifest,
         failed=failed,
     )
 
@@ -136,7 +139,7 @@ def run_lineage(sensor: Any, *, failed: bool = False, started: bool = False) -> 
     if nothing is not None:
         return nothing
     store = _sensor_store(sensor)
-    summary = None if started else store.read_run_manifest(sensor.run_id)
+    summary = None if started else plain(store.run_manifest_record(sensor.run_id))
     return operator_lineage(
         store,
         sensor.run_id,

@@ -89,7 +89,7 @@ class RayOrchSubmitOperator(JobSubmitting, RunTask):
         if too_many is not None:  # Airflow could not expand the microbatch sensors
             self._refuse_unmappable(plan.run_id, too_many)
         store = self._store()
-        if store.read_run_manifest(plan.run_id) is not None:
+        if store.run_manifest_record(plan.run_id) is not None:
             self.log.info("Run %s already finished; nothing to submit", plan.run_id)
             context["ti"].xcom_push(key=JOB_ID_KEY, value="")
             return descriptors
@@ -112,8 +112,8 @@ class RayOrchSubmitOperator(JobSubmitting, RunTask):
         next try after the fix, a larger ``input_batch_size``, plans it afresh) and the
         run store says why no job started; a run a job already ran is left as it is."""
         store = self._store()
-        state = store.read_job_state(run_id)
-        if state is None or state.get("job_status") == JobStatus.NOT_STARTED:
+        state = store.job_state_record(run_id)
+        if state is None or state.job_status is JobStatus.NOT_STARTED:
             store.delete_run(run_id)
             self._record_job_state(run_id, JobStatus.NOT_STARTED, message)
         raise RayOrchPermanentError(message)

@@ -33,6 +33,7 @@ from airflow_provider_rayorch.operators._job_wait import JobWaiting, execution_t
 from airflow_provider_rayorch.operators._run_task import RunTask
 from airflow_provider_rayorch.operators._submit import JobSubmitting
 from airflow_provider_rayorch.rayorch.errors import StoreError
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.run_state import recorded_job_status
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger
 
@@ -117,7 +118,7 @@ class RayOrchOperator(JobSubmitting, JobWaiting, ResumableJobMixin, RunTask):
             return False
         store, run_id = self._store(), self._run_id(context)
         try:  # no store or no manifest yet reads as None: nothing to repair
-            summary = store.read_run_manifest(run_id)
+            summary = store.run_manifest_record(run_id)
         except Exception as exc:  # resuming instead would silently skip the asked repair
             raise StoreError(
                 f"this try should repair run {run_id} (repair={self.repair!r}), but its run "
@@ -126,8 +127,7 @@ class RayOrchOperator(JobSubmitting, JobWaiting, ResumableJobMixin, RunTask):
             ) from exc
         if summary is None:
             return False
-        sources = summary.get("sources") or {}
-        bad = int(sources.get("failed", 0)) + int(sources.get("suppressed", 0))
+        bad = 0 if summary.sources is None else summary.sources.failed + summary.sources.suppressed
         if bad:
             self.log.info(
                 "Try %s follows a manual clear (repair=%r): repairing %d failed or suppressed "
@@ -135,7 +135,7 @@ class RayOrchOperator(JobSubmitting, JobWaiting, ResumableJobMixin, RunTask):
                 getattr(ti, "try_number", "?"),
                 self.repair,
                 bad,
-                summary.get("run_id"),
+                summary.run_id,
             )
         return bool(bad)
 
@@ -199,13 +199,13 @@ class RayOrchOperator(JobSubmitting, JobWaiting, ResumableJobMixin, RunTask):
         if self._result is not None:
             return self._result
         run_id = self._run_id(context)
-        summary = self._store().read_run_manifest(run_id)
+        summary = self._store().run_manifest_record(run_id)
         if summary is None:
             message = f"job {external_id} ended without a run manifest for run {run_id}"
             self._record_job_state(run_id, JobStatus.FAILED, message)
             raise RayOrchJobFailed(message)
         status = recorded_job_status(self._store(), run_id)
-        self._result = self.finish(with_job_status(summary, status), context)
+        self._result = self.finish(with_job_status(plain(summary), status), context)
         return self._result
 
     def execute_complete(self, context: Context, event: Mapping[str, Any] | None = None) -> Any:
