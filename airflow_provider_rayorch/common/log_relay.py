@@ -30,7 +30,14 @@ if TYPE_CHECKING:
     import ssl
     from collections.abc import AsyncIterator, Callable
 
-__all__ = ["STREAM_CLOSE_WAIT_S", "LineRelay", "LogFollower", "astream_job_logs"]
+__all__ = [
+    "STREAM_CLOSE_WAIT_S",
+    "LineRelay",
+    "LogFollower",
+    "RunEvents",
+    "astream_job_logs",
+    "run_event",
+]
 
 #: Lines kept for the driver's ``RAYORCH_ERROR`` line when the job fails.
 KEEP_LINES = 200
@@ -40,6 +47,35 @@ STREAM_CLOSE_WAIT_S = 10.0
 #: The driver's events that change what a waiting task sees: a committed microbatch,
 #: the run's end (the driver exits next).
 RUN_EVENTS = frozenset({"microbatch", "end"})
+
+
+def run_event(line: str) -> dict[str, Any] | None:
+    """The driver's run event (:data:`RUN_EVENTS`) a log line carries, else None."""
+    _, marker, payload = line.partition(EVENT_MARKER)
+    if not marker:
+        return None
+    try:
+        event = json.loads(payload)
+    except ValueError:
+        return None
+    if not isinstance(event, dict) or event.get("event") not in RUN_EVENTS:
+        return None
+    return event
+
+
+class RunEvents:
+    """Splits a streamed log into lines and returns the driver's run events, without
+    relaying anything (the triggerer's run watcher reads the stream this way)."""
+
+    def __init__(self) -> None:
+        self._partial = ""
+
+    def feed(self, chunk: str) -> list[dict[str, Any]]:
+        """The run events of the complete lines in ``chunk`` (a last unfinished line is
+        kept for the next chunk)."""
+        *lines, self._partial = (self._partial + chunk).split("\n")
+        found = (run_event(strip_ansi(line.rstrip("\r"))) for line in lines)
+        return [event for event in found if event is not None]
 
 
 class LineRelay:
@@ -83,15 +119,10 @@ class LineRelay:
         line = strip_ansi(line.rstrip("\r"))  # the tail's error line must parse
         self.tail.append(line)
         relay_line(self.log, self.prefix, line)
-        _, marker, payload = line.partition(EVENT_MARKER)
-        if marker:
-            try:
-                event = json.loads(payload).get("event")
-            except (ValueError, AttributeError):
-                return
-            if event in RUN_EVENTS:
-                self._news = True
-            if event == "end":
+        event = run_event(line)
+        if event is not None:
+            self._news = True
+            if event["event"] == "end":
                 self.run_ended = True
 
 

@@ -6,7 +6,8 @@ What is retryable is decided by type where an error is raised
 :func:`is_transient` is the one test of it. :class:`RetryPolicy` is the one budget:
 the request path (sync and async) asks an :class:`Attempts` for the wait before each
 retry, and gets the error to raise when the error is permanent or the budget is
-spent.
+spent. :class:`EndPoll` is the one cadence of a waiter's job reads: its poll interval,
+and :data:`END_POLL_S` for one interval once the driver said its run ended.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __all__ = [
     "END_POLL_S",
     "RETRY_POLICY",
     "Attempts",
+    "EndPoll",
     "RetryPolicy",
     "is_transient",
 ]
@@ -32,6 +34,32 @@ COMMIT_LOOK_S = 1.0
 #: Once the driver said its run ended (its run manifest, or its end event in the log),
 #: the job's status is read this often, for at most one poll interval.
 END_POLL_S = 0.25
+
+
+@dataclass
+class EndPoll:
+    """When a waiter reads its job next: every ``interval`` seconds, and every
+    ``fast_s`` for one interval once the driver said its run ended (its end event, or
+    its run manifest), since its process exits next. Marking the end again does not
+    extend the fast window: a repair's run manifest predates its job."""
+
+    interval: float
+    fast_s: float = END_POLL_S
+    until: float | None = None
+
+    def driver_ended(self, now: float) -> None:
+        """The driver said its run ended (at monotonic time ``now``)."""
+        if self.until is None:
+            self.until = now + self.interval
+
+    def fast(self, now: float) -> bool:
+        """Whether the job is read at the fast cadence at ``now``."""
+        return self.until is not None and now < self.until
+
+    def wait(self, now: float) -> float:
+        """Seconds from ``now`` to the next job read."""
+        return min(self.fast_s, self.interval) if self.fast(now) else self.interval
+
 
 _RETRYING = "%s failed (retry %d/%d in %.1f s): %s"
 

@@ -15,7 +15,7 @@ from airflow_provider_rayorch.common.log_relay import (
     LineRelay,
     LogFollower,
 )
-from airflow_provider_rayorch.common.polling import END_POLL_S
+from airflow_provider_rayorch.common.polling import EndPoll
 from airflow_provider_rayorch.common.states import JobStatus
 from airflow_provider_rayorch.exceptions import (
     RayOrchAirflowError,
@@ -46,8 +46,8 @@ class JobWaiting:
     _store: Any
     _run_id: Any
     _record_job_state: Any
-    #: until when the job's status is read every END_POLL_S (its driver said it ended)
-    _fast_until: float | None = None
+    #: the cadence of the job reads (fast once the driver said its run ended)
+    _end_poll: EndPoll | None = None
 
     def _poll(self, job_id: str, context: Context) -> JobObservation:
         """Wait for the job to end, relaying its log; raise when it did not complete."""
@@ -64,7 +64,7 @@ class JobWaiting:
             job_must_succeed=True,  # a repair's run manifest predates its job
         )
         relay = LineRelay(self.log, "[ray job]")
-        self._fast_until = None
+        self._end_poll = EndPoll(self.poll_interval)
         api = hook.api  # resolved here: the connection is read on the task's own thread
         follower = LogFollower(lambda: api, job_id).start()
         seen: int | None = -1
@@ -100,16 +100,18 @@ class JobWaiting:
 
         A run event in the streamed log (a microbatch committed, the run ended) ends
         the wait at once. Once the driver said its run ended, the job's status is read
-        every :data:`END_POLL_S` for up to one poll interval. A failed or closed stream
+        at :class:`EndPoll`'s fast cadence for up to one poll interval. A failed or closed stream
         waits the plain interval.
         """
         now = time.monotonic()
+        if self._end_poll is None:
+            self._end_poll = EndPoll(self.poll_interval)
+        end_poll = self._end_poll
         if relay.run_ended:
-            if self._fast_until is None:
-                self._fast_until = now + self.poll_interval
-            if now < self._fast_until:
-                time.sleep(min(END_POLL_S, self.poll_interval))
-                return
+            end_poll.driver_ended(now)
+        if end_poll.fast(now):
+            time.sleep(end_poll.wait(now))
+            return
         deadline = now + self.poll_interval
         while (left := deadline - time.monotonic()) > 0:
             if follower.failed is not None or follower.ended:

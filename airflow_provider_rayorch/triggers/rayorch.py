@@ -1,12 +1,16 @@
 """Triggers: wait for a RayOrch Ray job, or for one source microbatch, asynchronously.
 
-Both only use async I/O in ``run()``: the Jobs API through the hook's one request
-path (httpx, awaited) and the run store through ``asyncio.to_thread``. Status reads
-retry transient errors within the provider's one budget
-(:mod:`airflow_provider_rayorch.common.polling`). Job logs are tailed separately from
-the status poll, since the end of a log stream is not the end of a job: through the
-Jobs API's log stream, each byte once (:mod:`..common.log_relay`), else by offset.
-Both wait through the one job watch (:mod:`..common.job_watch`).
+The triggers of one run share one run watcher in the triggerer
+(:mod:`._run_watch`): it follows the job's log stream, where the driver announces
+each commit and the run's end, and reads the job's status once per poll interval for
+the whole run; without the stream it lists the run's commits once per
+:data:`COMMIT_LOOK_S`. A trigger woken for its microbatch (or by the job's end) reads
+its own record once and fires on what the store says. Store reads run through
+``asyncio.to_thread``; status reads retry transient errors within the provider's one
+budget (:mod:`airflow_provider_rayorch.common.polling`). The run trigger tails the
+job's log into its task log on its own (the end of a log stream is not the end of a
+job): through the Jobs API's log stream, each byte once (:mod:`..common.log_relay`),
+else by offset.
 
 With ``end_from_trigger`` (the sensors' default) both judge the outcome with the
 sensor's ``max_failed_ratio`` and end its task themselves, in the triggerer
@@ -23,20 +27,20 @@ from typing import TYPE_CHECKING, Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider_rayorch.common.job_end import ajob_end
-from airflow_provider_rayorch.common.job_watch import JobObservation, JobWatch
+from airflow_provider_rayorch.common.job_watch import JobObservation, StoreFacts, observe
 from airflow_provider_rayorch.common.liveness import record_ended_without_manifest, record_stopped
 from airflow_provider_rayorch.common.log_relay import (
     STREAM_CLOSE_WAIT_S,
     LineRelay,
-    astream_job_logs,
 )
 from airflow_provider_rayorch.common.microbatch_story import log_microbatch, log_run
 from airflow_provider_rayorch.common.polling import COMMIT_LOOK_S, END_POLL_S, RetryPolicy
 from airflow_provider_rayorch.common.repair import ended_before_commit
 from airflow_provider_rayorch.common.states import JobStatus, with_job_status
-from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
 from airflow_provider_rayorch.rayorch.errors import UsageError
+from airflow_provider_rayorch.triggers._fields import DeclaredFields
+from airflow_provider_rayorch.triggers._run_watch import RunKey, Waiter, watching
 from airflow_provider_rayorch.triggers._task_end import failed_end, judged_end
 
 if TYPE_CHECKING:
@@ -52,18 +56,34 @@ def _positive(name: str, value: float) -> float:
     return value
 
 
-async def _sleep_watching(watch: JobWatch, wait_s: float) -> dict[str, Any] | None:
-    """Sleep ``wait_s`` looking at the watch's awaited manifest every
-    :data:`COMMIT_LOOK_S`; return it as soon as it is there (None: not within
-    ``wait_s``). A commit is seen within a second, the job read stays at its interval."""
-    loop = asyncio.get_running_loop()
-    until = loop.time() + wait_s
-    while (left := until - loop.time()) > 0:
-        await asyncio.sleep(min(COMMIT_LOOK_S, left))
-        found = await watch.aawaited()
-        if found is not None:
-            return found
-    return None
+def _hook_of(trigger: RayOrchJobTrigger | RayOrchMicrobatchTrigger) -> RayOrchHook:
+    """A hook for the trigger's connection. The job was submitted before the trigger
+    existed: connection errors are transient from the first request (a dashboard
+    restarting)."""
+    retry = RetryPolicy(base_s=trigger.poll_interval)
+    return RayOrchHook(
+        trigger.rayorch_conn_id, address=trigger.address, answered_before=True, retry=retry
+    )
+
+
+def _watching(
+    trigger: RayOrchJobTrigger | RayOrchMicrobatchTrigger, index: int | None
+) -> contextlib.AbstractAsyncContextManager[Waiter]:
+    """Attach ``trigger`` to its run's watcher: for microbatch ``index``, or (None) for
+    the run's end, with every commit."""
+    key = RunKey(
+        trigger.rayorch_conn_id, trigger.address, trigger.run_store, trigger.run_id, trigger.job_id
+    )
+    return watching(
+        key,
+        lambda: _hook_of(trigger),
+        index=index,
+        poll_s=trigger.poll_interval,
+        look_s=COMMIT_LOOK_S,
+        end_poll_s=END_POLL_S,
+        run_end=index is None,
+        log=trigger.log,
+    )
 
 
 async def _close(hook: RayOrchHook) -> None:
@@ -73,7 +93,7 @@ async def _close(hook: RayOrchHook) -> None:
         await hook.aclose()
 
 
-class RayOrchJobTrigger(BaseTrigger):
+class RayOrchJobTrigger(DeclaredFields, BaseTrigger):
     """Fires once the Ray job of a run ends; logs committed microbatches and job logs.
 
     Event payload: ``{"status": "success"|"error", "run_id", "job_id", "job_status",
@@ -81,6 +101,19 @@ class RayOrchJobTrigger(BaseTrigger):
     success with the judged run summary, or failure when the run failed the bar or the
     job ended without a run manifest.
     """
+
+    serialized = (
+        "job_id",
+        "run_id",
+        "run_store",
+        "rayorch_conn_id",
+        "address",
+        "poll_interval",
+        "tail_logs",
+        "max_failed_ratio",
+        "end_from_trigger",
+        "to_clear",
+    )
 
     def __init__(
         self,
@@ -115,43 +148,30 @@ class RayOrchJobTrigger(BaseTrigger):
         #: what a failed end tells to clear once the cause is fixed (the run sensor's)
         self.to_clear = str(to_clear)
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "job_id": self.job_id,
-                "run_id": self.run_id,
-                "run_store": self.run_store,
-                "rayorch_conn_id": self.rayorch_conn_id,
-                "address": self.address,
-                "poll_interval": self.poll_interval,
-                "tail_logs": self.tail_logs,
-                "max_failed_ratio": self.max_failed_ratio,
-                "end_from_trigger": self.end_from_trigger,
-                "to_clear": self.to_clear,
-            },
-        )
-
     def _hook(self) -> RayOrchHook:
-        # the job was submitted before this trigger existed: connection errors are
-        # transient from the first request (a dashboard restarting)
-        retry = RetryPolicy(base_s=self.poll_interval)
-        return RayOrchHook(
-            self.rayorch_conn_id, address=self.address, answered_before=True, retry=retry
-        )
+        return _hook_of(self)
 
-    async def _tail(self, hook: RayOrchHook) -> None:
+    async def _tail(self, waiter: Waiter) -> None:
+        """Relay the job's log to the task log: the run watcher's stream (the part that
+        came before this trigger attached read once by offset), else by offset."""
         relay = LineRelay(self.log, f"[ray job {self.job_id}]")
-        self._streaming = True  # Ray closes the stream itself once the job ended
+        hook, watcher = waiter.hook, waiter.watcher
+        feed = watcher.subscribe()
         try:
-            try:
-                async for chunk in astream_job_logs(await hook.aapi(), self.job_id):
-                    relay.feed(chunk)
-                relay.flush()
-                return
-            except Exception as exc:  # no stream (an old Ray, a proxy): by offset instead
-                self.log.debug("no log stream for %s (%s): reading it by offset", self.job_id, exc)
-            self._streaming = False
+            if feed is not None:
+                before, chunks = feed
+                self._streaming = True  # Ray closes the stream itself once the job ended
+                try:
+                    if before:
+                        relay.feed((await hook.aget_job_logs(self.job_id))[:before])
+                    while (chunk := await chunks.get()) is not None:
+                        relay.feed(chunk)
+                finally:
+                    watcher.unsubscribe(chunks)
+                if not watcher.stream_failed:
+                    relay.flush()
+                    return
+                self._streaming = False  # no stream (an old Ray, a proxy): by offset
             skip = relay.consumed  # the whole log comes again: relay only what is new
             async for chunk in hook.atail_job_logs(self.job_id):
                 cut = min(skip, len(chunk))
@@ -165,58 +185,47 @@ class RayOrchJobTrigger(BaseTrigger):
             self.log.info("log tail of %s ended: %s", self.job_id, exc)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        hook = self._hook()
-        store = await hook.arun_store(self.run_store)  # with the connection's options
-        tail = asyncio.create_task(self._tail(hook)) if self.tail_logs else None
-        watch = JobWatch(
-            store=store,
-            run_id=self.run_id,
-            job_id=self.job_id,
-            read_job=lambda: hook.aget_job_info(self.job_id),
-            interval=self.poll_interval,
-            log=self.log,
-            count_commits=True,
-            job_must_succeed=not self.end_from_trigger,  # the operator's (maybe a repair)
-        )
-        seen: int | None = -1
-        # set once the run manifest is there (its job ends soon); once only, since a
-        # repair's run manifest predates its job
-        ending_until: float | None = None
-        loop = asyncio.get_running_loop()
-        try:
-            while True:
-                try:
-                    obs = await watch.alook()
-                except RayOrchClusterError as exc:
-                    if self.end_from_trigger:  # judged by the run store alone
-                        yield await self._run_end(store, await self._unknown(store, exc))
-                    else:
-                        yield TriggerEvent(self._event("error", "UNKNOWN", str(exc)))
-                    return
-                if obs.committed != seen:
-                    seen = obs.committed
-                    self.log.info("run %s: %d microbatch(es) committed", self.run_id, seen)
-                if obs.ended:
-                    await self._log_end(tail)
-                    if self.end_from_trigger:
-                        yield await self._run_end(store, obs)
+        async with _watching(self, None) as waiter:
+            store = waiter.store
+            tail = asyncio.create_task(self._tail(waiter)) if self.tail_logs else None
+            seen = -1
+            try:
+                while True:
+                    facts = waiter.facts()
+                    if facts.error is not None:
+                        if self.end_from_trigger:  # judged by the run store alone
+                            yield await self._run_end(
+                                store, await self._unknown(store, facts.error)
+                            )
+                        else:
+                            yield TriggerEvent(self._event("error", "UNKNOWN", str(facts.error)))
                         return
-                    ok = obs.succeeded or obs.status is JobStatus.SUCCEEDED
-                    yield TriggerEvent(
-                        self._event("success" if ok else "error", str(obs.status), obs.message)
-                    )
-                    return
-                if ending_until is not None:
-                    fast = loop.time() < ending_until
-                    await asyncio.sleep(END_POLL_S if fast else self.poll_interval)
-                elif await _sleep_watching(watch, self.poll_interval) is not None:
-                    ending_until = loop.time() + self.poll_interval  # the driver exits
-        finally:
-            if tail is not None:
-                tail.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await tail
-            await _close(hook)
+                    if facts.committed != seen:
+                        seen = facts.committed
+                        self.log.info("run %s: %d microbatch(es) committed", self.run_id, seen)
+                    if facts.job_ended:
+                        manifest = await asyncio.to_thread(store.read_run_manifest, self.run_id)
+                        obs = observe(
+                            facts.status,
+                            StoreFacts(facts.committed, manifest),
+                            message=facts.message,
+                            job_must_succeed=not self.end_from_trigger,  # maybe a repair
+                        )
+                        await self._log_end(tail)
+                        if self.end_from_trigger:
+                            yield await self._run_end(store, obs)
+                            return
+                        ok = obs.succeeded or obs.status is JobStatus.SUCCEEDED
+                        yield TriggerEvent(
+                            self._event("success" if ok else "error", str(obs.status), obs.message)
+                        )
+                        return
+                    await waiter.wait()
+            finally:
+                if tail is not None:
+                    tail.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await tail
 
     async def _log_end(self, tail: asyncio.Task[None] | None) -> None:
         """Let a streaming tail relay the log's last lines (an error line among them)
@@ -294,7 +303,7 @@ class RayOrchJobTrigger(BaseTrigger):
             await _close(hook)
 
 
-class RayOrchMicrobatchTrigger(BaseTrigger):
+class RayOrchMicrobatchTrigger(DeclaredFields, BaseTrigger):
     """Fires as soon as one source microbatch's manifest commits.
 
     Event payload: ``{"status": "committed", "index", "summary"}``, or
@@ -302,6 +311,18 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
     ``end_from_trigger`` (the microbatch sensor's) it ends the task instead: success
     with the judged manifest, or failure.
     """
+
+    serialized = (
+        "run_id",
+        "run_store",
+        "index",
+        "job_id",
+        "rayorch_conn_id",
+        "address",
+        "poll_interval",
+        "max_failed_ratio",
+        "end_from_trigger",
+    )
 
     def __init__(
         self,
@@ -334,22 +355,6 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
         self.max_failed_ratio = float(max_failed_ratio)
         self.end_from_trigger = bool(end_from_trigger)
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "run_id": self.run_id,
-                "run_store": self.run_store,
-                "index": self.index,
-                "job_id": self.job_id,
-                "rayorch_conn_id": self.rayorch_conn_id,
-                "address": self.address,
-                "poll_interval": self.poll_interval,
-                "max_failed_ratio": self.max_failed_ratio,
-                "end_from_trigger": self.end_from_trigger,
-            },
-        )
-
     async def _committed(self, manifest: dict[str, Any]) -> TriggerEvent:
         if not self.end_from_trigger:
             return TriggerEvent({"status": "committed", "index": self.index, "summary": manifest})
@@ -375,45 +380,21 @@ class RayOrchMicrobatchTrigger(BaseTrigger):
         return end.why
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        retry = RetryPolicy(base_s=self.poll_interval)
-        hook = RayOrchHook(
-            self.rayorch_conn_id, address=self.address, answered_before=True, retry=retry
-        )
-        store = await hook.arun_store(self.run_store)  # with the connection's run_store_options
-        job_id = self.job_id
-        watch = JobWatch(
-            store=store,
-            run_id=self.run_id,
-            job_id=job_id,
-            read_job=None if job_id is None else (lambda: hook.aget_job_status(job_id)),
-            interval=self.poll_interval,
-            log=self.log,
-            index=self.index,
-        )
-        try:
+        async with _watching(self, self.index) as waiter:
+            store = waiter.store
             while True:
-                try:
-                    obs = await watch.alook()
-                except RayOrchClusterError as exc:
-                    yield self._not_committed(str(exc))
-                    return
-                if obs.ended:
-                    if obs.manifest is not None:
-                        yield await self._committed(obs.manifest)
-                    else:
-                        yield self._not_committed(
-                            ended_before_commit(
-                                self.job_id,
-                                obs.status,
-                                self.index,
-                                self.run_id,
-                                await self._why_ended(hook, store),
-                            )
-                        )
-                    return
-                manifest = await _sleep_watching(watch, self.poll_interval)
+                await waiter.wait()
+                facts = waiter.facts()  # before the read: a commit then an end is a commit
+                manifest = await asyncio.to_thread(store.read_manifest, self.run_id, self.index)
                 if manifest is not None:
                     yield await self._committed(manifest)
                     return
-        finally:
-            await _close(hook)
+                if facts.error is not None:
+                    yield self._not_committed(str(facts.error))
+                    return
+                if facts.job_ended:
+                    why = await self._why_ended(waiter.hook, store)
+                    yield self._not_committed(
+                        ended_before_commit(self.job_id, facts.status, self.index, self.run_id, why)
+                    )
+                    return

@@ -36,6 +36,7 @@ from airflow_provider_rayorch.assets.watch_state import (
 )
 from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.runs.glob_syntax import split_glob_query
+from airflow_provider_rayorch.triggers._fields import DeclaredFields
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
@@ -163,7 +164,7 @@ def _count(name: str, value: Any) -> int:
     return value
 
 
-class RayOrchNewSourcesTrigger(BaseEventTrigger):
+class RayOrchNewSourcesTrigger(DeclaredFields, BaseEventTrigger):
     """Announce the files of ``uri_glob`` that have not been announced yet.
 
     Event payload: ``{"asset_name", "uri_glob", "files": [{"uri", "size"}, ...]}``;
@@ -177,6 +178,8 @@ class RayOrchNewSourcesTrigger(BaseEventTrigger):
     :param poll_interval: seconds between listings; a file must keep its size for one.
     :param max_files_per_event: at most this many files per event; the rest follow.
     """
+
+    serialized = ("uri_glob", "asset_name", "poll_interval", "max_files_per_event")
 
     def __init__(
         self,
@@ -205,17 +208,6 @@ class RayOrchNewSourcesTrigger(BaseEventTrigger):
         self.asset_name = asset_name
         self.poll_interval = _positive_number("poll_interval", poll_interval)
         self.max_files_per_event = _count("max_files_per_event", max_files_per_event)
-
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "uri_glob": self.uri_glob,
-                "asset_name": self.asset_name,
-                "poll_interval": self.poll_interval,
-                "max_files_per_event": self.max_files_per_event,
-            },
-        )
 
     # -- the asset state store ----------------------------------------------------------
     def _state(self) -> AsyncStateStore:
