@@ -16,10 +16,19 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_rayorch.rayorch.errors import StoreError
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
-    from airflow_provider_rayorch.runs.records import PlanRecord
+    from pydantic import BaseModel
+
+    from airflow_provider_rayorch.runs.records import (
+        Failure,
+        MicrobatchManifest,
+        PlanRecord,
+        SampleRow,
+    )
 
 __all__ = ["MAX_ROWS", "SAMPLE_ROWS", "CommittedMicrobatch", "RunAggregate", "sample_of"]
 
@@ -88,28 +97,35 @@ class RunAggregate:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
-    def of(cls, plan: PlanRecord, manifests: Iterable[Mapping[str, Any]] = ()) -> RunAggregate:
+    def of(cls, plan: PlanRecord, manifests: Iterable[MicrobatchManifest] = ()) -> RunAggregate:
         """The aggregate of ``plan``'s run holding ``manifests`` (committed earlier)."""
         agg = cls(plan)
         for manifest in manifests:
             agg.add(manifest)
         return agg
 
-    def add(self, manifest: Mapping[str, Any]) -> None:
+    def add(self, manifest: MicrobatchManifest) -> None:
         """Count one committed microbatch (a commit again replaces its counts)."""
-        ref = dict(manifest.get("microbatch") or {})
-        index = int(ref["index"])
-        ports = [str(p) for p in (manifest.get("outputs") or {}).get("ports") or ["out"]]
+        ref = manifest.microbatch
+        if ref is None:
+            raise StoreError(
+                f"a microbatch manifest of run {self.plan.run_id} names no microbatch; "
+                f"{manifest.FIX}"
+            )
+        index = ref.index
+        ports = (manifest.outputs.ports if manifest.outputs else None) or ["out"]
         mb = CommittedMicrobatch(
             index=index,
-            first_source=int(ref.get("first_source", 0)),
-            count=int(ref.get("count", 0)),
-            state=str(manifest.get("state") or "success"),
-            sources={k: int(v) for k, v in (manifest.get("sources") or {}).items()},
-            grains={k: int(v) for k, v in (manifest.get("grains") or {}).items()},
-            elapsed_s=float(manifest.get("elapsed_s") or 0.0),
-            attempt=int(manifest.get("attempt") or 1),
-            attempts=[dict(a) for a in manifest["attempts"]] if manifest.get("attempts") else None,
+            first_source=ref.first_source,
+            count=ref.count,
+            state=manifest.state or "success",
+            sources=_counts(manifest.sources),
+            grains=_counts(manifest.grains),
+            elapsed_s=manifest.elapsed_s or 0.0,
+            attempt=manifest.attempt or 1,
+            attempts=[a.model_dump(mode="json", exclude_unset=True) for a in manifest.attempts]
+            if manifest.attempts
+            else None,
         )
         rows = _rows(manifest, index, ports)
         with self._lock:
@@ -150,19 +166,26 @@ class RunAggregate:
             )
 
 
-def _rows(manifest: Mapping[str, Any], index: int, ports: list[str]) -> list[dict[str, Any]]:
+def _counts(counts: BaseModel | None) -> dict[str, int]:
+    """A manifest's counts (``sources``, ``grains``) by name, extra keys included."""
+    return {} if counts is None else {k: int(v) for k, v in counts.model_dump().items()}
+
+
+def _rows(manifest: MicrobatchManifest, index: int, ports: list[str]) -> list[dict[str, Any]]:
     """The manifest's sampled rows; its failures (on its first Port) without a sample."""
-    sample = manifest.get("sample")
-    if sample is None:
-        sample = {ports[0]: list(manifest.get("failures") or ())}
+    sample: Mapping[str, Sequence[SampleRow | Failure]] = (
+        manifest.sample
+        if manifest.sample is not None
+        else {ports[0]: list(manifest.failures or ())}
+    )
     return [
         {
-            "source": int(row["source"]),
-            "outcome": str(row["outcome"]),
-            "cause": str(row.get("cause") or ""),
+            "source": row.source,
+            "outcome": row.outcome,
+            "cause": row.cause or "",
             "microbatch": index,
-            "port": str(port),
+            "port": port,
         }
-        for port, rows in dict(sample).items()
+        for port, rows in sample.items()
         for row in rows
     ]

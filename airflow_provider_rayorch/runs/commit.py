@@ -20,7 +20,7 @@ from airflow_provider_rayorch.runs.verdict import judged
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from airflow_provider_rayorch.runs.records import PlanRecord
+    from airflow_provider_rayorch.runs.records import MicrobatchManifest, PlanRecord
     from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = ["account_lost", "commit_microbatch", "fail_unstorable", "root_name", "rows_of"]
@@ -99,8 +99,8 @@ def root_name(compiled: Any) -> str:
     return str(getattr(root, "name", None) or "source")
 
 
-def commit_microbatch(store: RunStore, plan: PlanRecord, mb: Any, root: str) -> dict[str, Any]:
-    """Write ``mb``'s outputs (one file per Port), then its manifest; returns it."""
+def commit_microbatch(store: RunStore, plan: PlanRecord, mb: Any, root: str) -> MicrobatchManifest:
+    """Write ``mb``'s outputs (one file per Port), then its manifest; returns its record."""
     outputs = mb.outputs if isinstance(mb.outputs, tuple) else (mb.outputs,)
     names: Sequence[str] = tuple(mb.output_names) or tuple(
         "out" if len(outputs) == 1 else f"out{i}" for i in range(len(outputs))
@@ -127,5 +127,4 @@ def commit_microbatch(store: RunStore, plan: PlanRecord, mb: Any, root: str) -> 
         "uri": store.outputs_uri(plan.run_id, mb.index),
         "ports": list(names),
     }
-    store.commit_microbatch(plan.run_id, mb.index, manifest)
-    return manifest
+    return store.commit_microbatch(plan.run_id, mb.index, manifest)

@@ -34,12 +34,14 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.rayorch.errors import DriverError
 from airflow_provider_rayorch.runs.aggregate import RunAggregate
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.commit import commit_microbatch, root_name
 from airflow_provider_rayorch.runs.driver_end import record_stopped, recording_end
 from airflow_provider_rayorch.runs.driver_log import keep_driver_log
 from airflow_provider_rayorch.runs.exit_codes import EXIT_PLAN_CHANGED
 from airflow_provider_rayorch.runs.live_reports import LiveReports, ReportWriter, report_job
 from airflow_provider_rayorch.runs.pipeline_load import build_pipeline, plan_executor
+from airflow_provider_rayorch.runs.records import SourceCounts
 from airflow_provider_rayorch.runs.run_manifest import write_run_manifest
 from airflow_provider_rayorch.runs.run_state import DriverState
 from airflow_provider_rayorch.runs.secrets import (
@@ -50,6 +52,8 @@ from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+
+    from airflow_provider_rayorch.runs.records import MicrobatchManifest
 
 __all__ = [
     "DriverError",
@@ -82,19 +86,19 @@ def _per_second(count: float, seconds: float) -> str:
     return f"{rate:.1f}" if rate < 10 else f"{rate:.0f}"
 
 
-def microbatch_line(manifest: dict[str, Any], total: int, elapsed_s: float) -> str:
+def microbatch_line(manifest: MicrobatchManifest, total: int, elapsed_s: float) -> str:
     """``microbatch 3/6 committed: 8 sources, 8 present, 0 failed, 0 suppressed
     (12.4 s, 41 pages/s)``: the rate counts the microbatch's most numerous entities."""
-    src = manifest["sources"]
-    index = int((manifest.get("microbatch") or {}).get("index", manifest.get("index", 0)))
+    src = manifest.sources or SourceCounts(total=0, present=0, dropped=0, failed=0, suppressed=0)
+    index = 0 if manifest.microbatch is None else manifest.microbatch.index
     text = (
-        f"microbatch {index + 1}/{total} committed: {src['total']} sources, "
-        f"{src['present']} present, {src['failed']} failed, {src['suppressed']} suppressed"
+        f"microbatch {index + 1}/{total} committed: {src.total} sources, "
+        f"{src.present} present, {src.failed} failed, {src.suppressed} suppressed"
     )
-    if src.get("dropped"):
-        text += f", {src['dropped']} dropped"
-    entities = {str(k): int(v) for k, v in dict(manifest.get("entities") or {}).items()}
-    name, count = max(entities.items(), key=lambda kv: kv[1], default=("source", src["total"]))
+    if src.dropped:
+        text += f", {src.dropped} dropped"
+    entities = dict(manifest.entities or {})
+    name, count = max(entities.items(), key=lambda kv: kv[1], default=("source", src.total))
     unit = name if name.endswith("s") else f"{name}s"
     return f"{text} ({elapsed_s:.1f} s, {_per_second(count, elapsed_s)} {unit}/s)"
 
@@ -261,7 +265,7 @@ def _run_plan(
     if pending:
         store.clear_run_manifest(run_id)
         # the live report's data, kept as commits come (earlier commits read once here)
-        aggregate = RunAggregate.of(plan, store.manifests(run_id) if committed else ())
+        aggregate = RunAggregate.of(plan, store.manifest_records(run_id) if committed else ())
         if report is not None:
             reports = LiveReports(REPORT_EVERY_S).start()
         with plan_executor(plan, pipeline, address) as executor:
@@ -289,13 +293,14 @@ def _run_plan(
                     ticker.committed()
                     _say(microbatch_line(manifest, total, _microbatch_elapsed(mb, last_commit)))
                     last_commit = time.monotonic()
+                    summary = plain(manifest)
                     _emit(
                         "EVENT",
                         {
                             "event": "microbatch",
                             "index": mb.index,
-                            "state": manifest["state"],
-                            "sources": manifest["sources"],
+                            "state": summary["state"],
+                            "sources": summary["sources"],
                         },
                     )
                     if on_commit is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.rayorch import summary as summaries
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.verdict import judged
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ def write_run_manifest(
     """Sum the committed microbatch manifests into the run manifest, judge it against
     ``max_failed_ratio``, write it and return it."""
     result = summaries.run_summary(
-        store.manifests(run_id),
+        [plain(m) for m in store.manifest_records(run_id)],  # the engine sums plain values
         elapsed_s=elapsed_s,
         run_id=run_id,
         pipeline=pipeline,

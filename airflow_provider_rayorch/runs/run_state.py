@@ -45,7 +45,7 @@ from airflow_provider_rayorch.runs.state_rule import (
 
 if TYPE_CHECKING:
     from airflow_provider_rayorch.runs.job_status import JobStatus
-    from airflow_provider_rayorch.runs.records import MicrobatchManifest
+    from airflow_provider_rayorch.runs.records import JobStateRecord, MicrobatchManifest
     from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = [
@@ -333,8 +333,8 @@ def _read_record(store: RunStore, run_id: str) -> tuple[RunStateRecord | None, s
         return None, str(exc)
 
 
-def _read_job(store: RunStore, run_id: str) -> tuple[dict[str, Any] | None, str | None]:
+def _read_job(store: RunStore, run_id: str) -> tuple[JobStateRecord | None, str | None]:
     try:
-        return store.read_job_state(run_id), None
+        return store.job_state_record(run_id), None
     except StoreError as exc:
         return None, str(exc)

@@ -46,9 +46,11 @@ from airflow_provider_rayorch.runs.history import stale_run_manifest
 from airflow_provider_rayorch.runs.job_status import JobStatus
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from airflow_provider_rayorch.runs.records import MicrobatchManifest, RunManifest
+    from airflow_provider_rayorch.runs.records import (
+        JobStateRecord,
+        MicrobatchManifest,
+        RunManifest,
+    )
     from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = [
@@ -101,8 +103,8 @@ class RunFacts:
     manifest_state: str | None = None
     #: The state the counts give once every microbatch is committed, else None.
     all_committed_state: str | None = None
-    #: ``read_job_state``'s record, None without one.
-    job_state: Mapping[str, Any] | None = None
+    #: The job-state record (``job_state.json``), None without one.
+    job_state: JobStateRecord | None = None
     #: Newest modification time of the run's plan, manifests and repair records.
     last_write: datetime | None = None
     #: The run-state record (``run_state.RunStateRecord``), None without one.
@@ -134,14 +136,9 @@ def decide_state(
     now = now or datetime.now(UTC)
     if not reads_job_record(facts):
         return _from_run_state(facts, now, stale_after)
-    record = facts.job_state or {}
-    status: JobStatus | None = None
-    if record.get("job_status"):
-        try:
-            status = JobStatus.parse(record["job_status"])
-        except ValueError:
-            status = None
-    at = _parse_at(record.get("at"))
+    record = facts.job_state
+    status = None if record is None else record.job_status
+    at = None if record is None else _parse_at(record.at)
     signs = [t for t in (at, facts.last_write) if t is not None]
     as_of = max(signs) if signs else None
     superseded = (
@@ -149,7 +146,7 @@ def decide_state(
     ) or (facts.manifest_state is not None and status is not None and status.is_active)
     if superseded:  # the newest fact is not the record: it says nothing any more
         status = None
-    message = (record.get("message") or None) if status is not None else None
+    message = (record.message or None) if record is not None and status is not None else None
     job = None if status is None else status.value
     if facts.manifest_state is not None:
         return RunState(facts.manifest_state, job, message, as_of)
@@ -186,10 +183,12 @@ def reads_job_record(facts: RunFacts) -> bool:
 
 def _submitted_since(facts: RunFacts) -> bool:
     """The job-state record says a job was submitted after the run-state record."""
-    record = facts.job_state or {}
-    at, written = _parse_at(record.get("at")), facts.run_state.at
+    record = facts.job_state
+    if record is None:
+        return False
+    at, written = _parse_at(record.at), facts.run_state.at
     return (
-        record.get("job_status") in (JobStatus.RUNNING.value, JobStatus.PENDING.value)
+        record.job_status.is_active
         and at is not None
         and written is not None
         and at > written + _CLOCK_SLACK

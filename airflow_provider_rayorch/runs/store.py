@@ -374,10 +374,15 @@ class RunStore:
         # A half-written output file is harmless: without a manifest it is rewritten.
         pq.write_table(table, path, filesystem=self.fs)
 
-    def commit_microbatch(self, run_id: str, index: int, manifest: Mapping[str, Any]) -> None:
-        """Write a microbatch manifest atomically; from now on the microbatch is committed."""
+    def commit_microbatch(
+        self, run_id: str, index: int, manifest: Mapping[str, Any]
+    ) -> MicrobatchManifest:
+        """Write a microbatch manifest atomically; from now on the microbatch is committed.
+        Returns the record as written."""
         parts = paths.manifest(run_id, index)
-        self.write_record(parts, self._summary(MicrobatchManifest, manifest, parts))
+        record = self._summary(MicrobatchManifest, manifest, parts)
+        self.write_record(parts, record)
+        return record
 
     def manifest_version(self, run_id: str, index: int) -> str | None:
         """A token for the manifest's current version (None: not committed), for

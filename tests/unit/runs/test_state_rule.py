@@ -6,6 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from airflow_provider_rayorch.runs.job_status import JobStatus
+from airflow_provider_rayorch.runs.records import JobStateRecord
 from airflow_provider_rayorch.runs.state_rule import STALE_AFTER, RunFacts, decide_state
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -13,8 +15,8 @@ RECENT = NOW - timedelta(minutes=5)
 OLD = NOW - STALE_AFTER - timedelta(minutes=1)
 
 
-def _record(status: str, at: datetime, message: str | None = "why") -> dict[str, object]:
-    return {"job_status": status, "message": message, "at": at.isoformat()}
+def _record(status: str, at: datetime, message: str | None = "why") -> JobStateRecord:
+    return JobStateRecord(job_status=JobStatus(status), message=message, at=at.isoformat())
 
 
 def _facts(
