@@ -1,0 +1,135 @@
+"""A counted run store, a fake Jobs API and a fake log stream for the run watcher's
+tests: every store read and every job read is counted, and the test decides what the
+stream says and when it breaks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_rayorch.exceptions import RayOrchClusterUnavailable
+from airflow_provider_rayorch.runs.store import RunStore
+from airflow_provider_rayorch.triggers import _run_watch
+from airflow_provider_rayorch.triggers import rayorch as triggers
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    import pytest
+
+#: a stream item that breaks the stream
+BREAK = object()
+
+
+class CountedStore:
+    """A local run store whose reads are counted by kind (``reads``) and whose
+    microbatch manifest reads are listed by index (``manifest_reads``)."""
+
+    def __init__(self, root: str) -> None:
+        self.inner = RunStore(root)
+        self.reads: Counter[str] = Counter()
+        self.manifest_reads: list[int] = []
+        self._target: tuple[int, asyncio.AbstractEventLoop, asyncio.Future[Any]] | None = None
+        self.jobs: FakeJobs | None = None
+
+    def at_listing(self, count: int) -> asyncio.Future[tuple[int, int]]:
+        """Resolves, at the ``count``-th listing, to (store reads, job reads) so far."""
+        loop = asyncio.get_running_loop()
+        found: asyncio.Future[tuple[int, int]] = loop.create_future()
+        self._target = (count, loop, found)
+        return found
+
+    def committed(self, run_id: str) -> frozenset[int]:
+        self.reads["committed"] += 1
+        if self._target is not None and self.reads["committed"] == self._target[0]:
+            _, loop, found = self._target
+            counts = (self.total(), self.jobs.job_reads if self.jobs else 0)
+            loop.call_soon_threadsafe(lambda: found.done() or found.set_result(counts))
+        return self.inner.committed(run_id)
+
+    def read_manifest(self, run_id: str, index: int) -> dict[str, Any] | None:
+        self.reads["read_manifest"] += 1
+        self.manifest_reads.append(index)
+        return self.inner.read_manifest(run_id, index)
+
+    def read_run_manifest(self, run_id: str) -> dict[str, Any] | None:
+        self.reads["read_run_manifest"] += 1
+        return self.inner.read_run_manifest(run_id)
+
+    def total(self) -> int:
+        return sum(self.reads.values())
+
+
+@dataclass
+class FakeJobs:
+    """The Jobs API as the run watcher sees it: a status, counted reads, and a log
+    stream fed by :meth:`say` (a chunk of log), :meth:`announce` (a driver event) and
+    :meth:`break_stream`; ``stream=False`` refuses the stream at once."""
+
+    status: str = "RUNNING"
+    stream: bool = True
+    job_reads: int = 0
+    streams_opened: int = 0
+    closes: int = 0
+    queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+
+    def say(self, text: str) -> None:
+        self.queue.put_nowait(text)
+
+    def announce(self, event: str, **fields: Any) -> None:
+        self.say(f"RAYORCH_EVENT {json.dumps({'event': event, **fields})}\n")
+
+    def break_stream(self) -> None:
+        self.queue.put_nowait(BREAK)
+
+    async def logs(self, api: Any, job_id: str) -> AsyncIterator[str]:
+        self.streams_opened += 1
+        if not self.stream:
+            raise RayOrchClusterUnavailable("no log stream here")
+        while True:
+            item = await self.queue.get()
+            if item is BREAK:
+                raise RayOrchClusterUnavailable(f"the log stream of job {job_id} broke")
+            if item is None:
+                return
+            yield item
+
+
+def install(monkeypatch: pytest.MonkeyPatch, store: CountedStore, jobs: FakeJobs) -> None:
+    """Answer the triggers' hook from ``store`` and ``jobs``."""
+    hook = triggers.RayOrchHook
+    store.jobs = jobs
+
+    async def arun_store(self: Any, uri: str | None = None) -> CountedStore:
+        return store
+
+    async def status(self: Any, job_id: str) -> str:
+        jobs.job_reads += 1
+        return jobs.status
+
+    async def info(self: Any, job_id: str) -> dict[str, str]:
+        jobs.job_reads += 1
+        return {"status": jobs.status, "message": ""}
+
+    async def aapi(self: Any) -> object:
+        return object()
+
+    async def aclose(self: Any) -> None:
+        jobs.closes += 1
+
+    monkeypatch.setattr(hook, "arun_store", arun_store)
+    monkeypatch.setattr(hook, "aget_job_status", status)
+    monkeypatch.setattr(hook, "aget_job_info", info)
+    monkeypatch.setattr(hook, "aapi", aapi)
+    monkeypatch.setattr(hook, "aclose", aclose)
+    monkeypatch.setattr(_run_watch, "astream_job_logs", jobs.logs)
+
+
+async def first_event(trigger: Any) -> dict[str, Any]:
+    """The trigger's first event's payload."""
+    async for event in trigger.run():
+        return dict(event.payload)
+    raise AssertionError("the trigger ended without an event")
