@@ -26,6 +26,7 @@ from airflow_provider_rayorch.rayorch.errors import DriverError
 from airflow_provider_rayorch.runs import paths
 from airflow_provider_rayorch.runs.aggregate import sample_of
 from airflow_provider_rayorch.runs.attempt_claims import AttemptConflict, claim_attempt
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.commit import account_lost, fail_unstorable, root_name, rows_of
 from airflow_provider_rayorch.runs.exit_codes import EXIT_PLAN_CHANGED
 from airflow_provider_rayorch.runs.pipeline_load import plan_executor
@@ -163,7 +164,7 @@ def _commit_attempt(
 ) -> dict[str, Any]:
     version = store.manifest_version(plan.run_id, index)  # before the read: never newer
     record, desc = _committed(store, plan, index)
-    old = record.to_dict()
+    old = plain(record)  # the new manifest starts as the committed one's JSON values
     attempt = (record.attempt or 1) + 1
     claim_attempt(store, plan.run_id, index, attempt, owner=job_id or uuid.uuid4().hex)
     ports = _ports(record)
