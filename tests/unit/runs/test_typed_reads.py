@@ -6,17 +6,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pytest
+
+from airflow_provider_rayorch.rayorch.errors import StoreError
+from airflow_provider_rayorch.runs.aggregate import RunAggregate
 from airflow_provider_rayorch.runs.attempts import (
     read_repairs,
     repair_record,
     repair_records,
     write_repair,
 )
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.history import attempt_rows, stale_run_manifest
 from airflow_provider_rayorch.runs.job_status import JobStatus
 from airflow_provider_rayorch.runs.records import (
     JobStateRecord,
     MicrobatchManifest,
+    PlanRecord,
     RepairRecord,
     RunManifest,
 )
@@ -93,3 +99,28 @@ def test_a_run_manifest_older_than_a_repaired_manifest_reads_as_stale(tmp_path: 
     run = store.run_manifest_record("run")
     assert run is not None
     assert not stale_run_manifest(run, store.manifest_records("run"))
+
+
+def test_a_commit_returns_its_record_and_the_live_aggregate_counts_records(tmp_path: Path) -> None:
+    store = RunStore(str(tmp_path))
+    committed = store.commit_microbatch("run", 2, {**_MANIFEST, "sample": {"out": []}})
+    assert committed == store.manifest_record("run", 2)
+    plan = PlanRecord(run_id="run", pipeline="m:P", fingerprint="f", sources=list(range(6)))
+    aggregate = RunAggregate.of(plan, store.manifest_records("run"))
+    (mb,) = aggregate.microbatches.values()
+    assert (mb.index, mb.first_source, mb.count, mb.attempt, mb.state) == (2, 4, 2, 3, "failed")
+    assert aggregate.totals["failed"] == 1
+    assert aggregate.ports == ["out", "aux"]
+
+
+def test_the_aggregate_refuses_a_manifest_that_names_no_microbatch(tmp_path: Path) -> None:
+    plan = PlanRecord(run_id="run", pipeline="m:P", fingerprint="f", sources=[1])
+    nameless = MicrobatchManifest.model_validate({"run_id": "run", "state": "success"})
+    with pytest.raises(StoreError, match="names no microbatch"):
+        RunAggregate.of(plan, [nameless])
+
+
+def test_plain_is_the_record_as_json_values_and_keeps_none() -> None:
+    record = MicrobatchManifest.model_validate(_MANIFEST)
+    assert plain(record) == record.to_dict() == {k: _MANIFEST[k] for k in sorted(_MANIFEST)}
+    assert plain(None) is None
