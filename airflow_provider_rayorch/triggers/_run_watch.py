@@ -144,6 +144,8 @@ class RunWatcher:
         #: the stream closed (Ray closes it once the job ended) or broke
         self.stream_done = False
         self.stream_failed = False
+        #: set once the stream brought its first chunk
+        self.stream_seen = asyncio.Event()
         #: characters the stream brought so far
         self.received = 0
         self._readers: set[asyncio.Queue[str | None]] = set()
@@ -235,8 +237,12 @@ class RunWatcher:
             self._ready.set_exception(exc)
             return
         self._ready.set_result(None)
-        stream = None if self.key.job_id is None else asyncio.create_task(self._follow())
+        stream = None
         try:
+            await self._look()  # first, even with the stream: a resumed run's driver does
+            # not announce what an earlier job committed
+            if self.key.job_id is not None:
+                stream = asyncio.create_task(self._follow())
             await self._poll()
         except asyncio.CancelledError:
             raise
@@ -267,6 +273,7 @@ class RunWatcher:
         try:
             async for chunk in astream_job_logs(await self.hook.aapi(), job_id):
                 self.streaming = True
+                self.stream_seen.set()
                 self.received += len(chunk)
                 for reader in self._readers:
                     reader.put_nowait(chunk)
@@ -291,8 +298,7 @@ class RunWatcher:
         loop = asyncio.get_running_loop()
         job_id = self.key.job_id
         next_job = loop.time()
-        first = True  # one listing at the start even with the stream: a resumed run's
-        # driver does not announce what an earlier job committed
+        next_look = loop.time() + self.look_s  # the store was listed just before
         while True:
             if self.waiters:
                 self.end_poll.interval = min(w.poll_s for w in self.waiters)
@@ -303,13 +309,13 @@ class RunWatcher:
                     self._wake_all()
                     return
                 next_job = loop.time() + self.end_poll.wait(loop.time())
-            if first or not self.streaming:
-                first = False
+            if not self.streaming and loop.time() >= next_look:
                 await self._look()
-            wait = self.look_s if job_id is None else next_job - loop.time()
+                next_look = loop.time() + self.look_s
+            wait = next_job if job_id is not None else next_look
             if not self.streaming:
-                wait = min(wait, self.look_s)
-            await self._pause(wait)
+                wait = min(wait, next_look)
+            await self._pause(wait - loop.time())
 
     async def _read_job(self, job_id: str) -> None:
         """One job read for the run: Ray's job info when a run waiter needs its
