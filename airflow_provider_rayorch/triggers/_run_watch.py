@@ -175,7 +175,7 @@ class RunWatcher:
     def subscribe(self) -> tuple[int, asyncio.Queue[str | None]] | None:
         """The stream's chunks from now on (None once it is closed: the queue's end),
         with how many characters came before; None when the stream is over."""
-        if self.stream_done or self.key.job_id is None:
+        if self.stream_done or self.stream_failed or self.key.job_id is None:
             return None
         chunks: asyncio.Queue[str | None] = asyncio.Queue()
         self._readers.add(chunks)
@@ -256,7 +256,7 @@ class RunWatcher:
             self._wake_all()
         finally:
             if stream is not None:
-                if self._readers and not self.stream_done:  # the job ended: its log's last
+                if self._readers:  # the job ended: its log's last
                     # lines come before Ray closes the stream
                     with contextlib.suppress(asyncio.CancelledError):
                         await asyncio.wait({stream}, timeout=STREAM_CLOSE_WAIT_S)
@@ -266,33 +266,54 @@ class RunWatcher:
 
     async def _follow(self) -> None:
         """The job's log stream, read once for the run: its run events wake waiters.
-        Once Ray closes it (the job ended) the job is read at once; once it closes or
-        breaks, the store is listed instead."""
+        Once Ray closes it (the job ended) the job is read at once. While it is
+        refused or broken the store is listed instead, and the stream is opened again
+        once per poll interval (a reopened stream starts from the log's start: what
+        came already is skipped)."""
         job_id = str(self.key.job_id)
         events = RunEvents()
         try:
-            async for chunk in astream_job_logs(await self.hook.aapi(), job_id):
-                self.streaming = True
-                self.stream_seen.set()
-                self.received += len(chunk)
-                for reader in self._readers:
-                    reader.put_nowait(chunk)
-                for event in events.feed(chunk):
-                    if event["event"] == "microbatch":
-                        self._committed({int(event["index"])})
-                    else:
-                        self._driver_ended()
-            self._read_now = True  # Ray closed the stream: the job ended
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # no stream (an old Ray, a proxy): the store is listed
-            self.log.debug("no log stream for job %s (%s): listing the run store", job_id, exc)
-            self.stream_failed = True
+            while True:
+                skip = self.received
+                try:
+                    async for chunk in astream_job_logs(await self.hook.aapi(), job_id):
+                        cut = min(skip, len(chunk))
+                        skip -= cut
+                        if cut < len(chunk):
+                            self._chunk(chunk[cut:], events)
+                    self._read_now = True  # Ray closed the stream: the job ended
+                    return
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # an old Ray, a proxy, a dashboard restarting
+                    self.log.debug("no log stream for job %s (%s): listing the store", job_id, exc)
+                    if not self.stream_failed:  # the log relays read by offset from now on
+                        self.stream_failed = True
+                        self._close_readers()
+                finally:
+                    self.streaming = False
+                    self._nudge.set()
+                await asyncio.sleep(self.end_poll.interval)
         finally:
-            self.streaming, self.stream_done = False, True
-            for reader in self._readers:
-                reader.put_nowait(None)
-        self._nudge.set()
+            self.stream_done = True
+            self._close_readers()
+
+    def _chunk(self, chunk: str, events: RunEvents) -> None:
+        self.streaming = True
+        self.stream_seen.set()
+        self.received += len(chunk)
+        for reader in self._readers:
+            reader.put_nowait(chunk)
+        for event in events.feed(chunk):
+            if event["event"] == "microbatch":
+                self._committed({int(event["index"])})
+            else:
+                self._driver_ended()
+
+    def _close_readers(self) -> None:
+        for reader in self._readers:
+            reader.put_nowait(None)
+        self._readers.clear()
 
     async def _poll(self) -> None:
         loop = asyncio.get_running_loop()

@@ -74,6 +74,8 @@ class FakeJobs:
     job_reads: int = 0
     streams_opened: int = 0
     closes: int = 0
+    #: the log the streams brought so far
+    log: str = ""
     queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
 
     def say(self, text: str) -> None:
@@ -86,15 +88,20 @@ class FakeJobs:
         self.queue.put_nowait(BREAK)
 
     async def logs(self, api: Any, job_id: str) -> AsyncIterator[str]:
+        """Ray's stream: the log from its start (what earlier streams brought), then
+        what is said."""
         self.streams_opened += 1
         if not self.stream:
             raise RayOrchClusterUnavailable("no log stream here")
+        if self.log:
+            yield self.log
         while True:
             item = await self.queue.get()
             if item is BREAK:
                 raise RayOrchClusterUnavailable(f"the log stream of job {job_id} broke")
             if item is None:
                 return
+            self.log += item
             yield item
 
 

@@ -166,6 +166,33 @@ def test_the_streams_loss_falls_back_to_listing_and_every_trigger_still_ends(
     assert jobs.job_reads >= 2  # the first, and the fast ones after the run manifest
 
 
+def test_a_broken_stream_is_opened_again_and_what_came_already_is_skipped(
+    monkeypatch, tmp_path
+) -> None:
+    monkeypatch.setattr(triggers, "COMMIT_LOOK_S", NEVER_S)  # only the stream wakes them
+    store, jobs = CountedStore(str(tmp_path)), FakeJobs()
+    install(monkeypatch, store, jobs)
+
+    async def scenario() -> list[dict[str, Any]]:
+        tasks = [asyncio.create_task(first_event(_microbatch(tmp_path, i, 0.05))) for i in (0, 1)]
+        jobs.say("started\n")
+        watcher = await _streaming()
+        _commit(store, 0)
+        jobs.announce("microbatch", index=0)
+        first = await asyncio.wait_for(tasks[0], 10)
+        jobs.break_stream()
+        _commit(store, 1)
+        jobs.announce("microbatch", index=1)  # on the reopened stream, after the replay
+        second = await asyncio.wait_for(tasks[1], 10)
+        assert watcher.received == len(jobs.log)  # each character once
+        return [first, second]
+
+    events = asyncio.run(scenario())
+    assert [(e["status"], e["index"]) for e in events] == [("committed", 0), ("committed", 1)]
+    assert jobs.streams_opened == 2
+    assert store.manifest_reads == [0, 1]
+
+
 def test_a_job_that_ends_wakes_every_waiting_microbatch_trigger(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(triggers, "COMMIT_LOOK_S", NEVER_S)
     store, jobs = CountedStore(str(tmp_path)), FakeJobs()
