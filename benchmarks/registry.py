@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import airflow_path, sections
+from . import airflow_path, scale, sections
 from . import results as shapes
 
 if TYPE_CHECKING:
@@ -74,6 +74,8 @@ REGISTRY: tuple[Section, ...] = (
         "simulator",
     ),
     Section("startup", _call(sections.startup), (), dict, "cold start"),
+    # tiny sources at scale, each run in a fresh process: benchmarks/scale.py
+    Section("scale", scale.run_section, (), shapes.ScaleResult, "scale (issue 28)"),
     # a loopback Airflow deployment of its own: benchmarks/airflow_path
     Section("airflow_path", airflow_path.run_section, (), dict, "the Airflow path"),
 )

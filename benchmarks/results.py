@@ -22,6 +22,7 @@ __all__ = [
     "OverheadResult",
     "PairedResult",
     "PointResult",
+    "ScaleResult",
     "ScalingPoint",
     "ScalingResult",
     "SimulatorResult",
@@ -159,6 +160,17 @@ class SimulatorResult(TypedDict, total=False):
     pages: int
 
 
+class ScaleResult(TypedDict, total=False):
+    """``scale.run_section``: one entry per (path, sources) run, the growth exponents
+    per path, and one entry per waiting-trigger count (``scale_triggers``)."""
+
+    points: list[dict[str, Any]]
+    growth: dict[str, dict[str, float | None]]
+    triggers: list[dict[str, Any]]
+    microbatch: int
+    note: str
+
+
 class StartupVariant(TypedDict):
     cold_s: float
     cold_runs: list[float]
@@ -185,6 +197,7 @@ class SuiteResults(TypedDict, total=False):
     ocr: OcrResult
     simulator: SimulatorResult
     startup: dict[str, StartupVariant]
+    scale: ScaleResult
 
 
 def section_of(results: dict[str, Any], name: str) -> Any:

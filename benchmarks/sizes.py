@@ -45,6 +45,14 @@ class Size:
     curve: tuple[CurvePoint, ...] = ()
     curve_base: Workload = field(default_factory=Workload)
     curve_rounds: int = 1
+    #: Scale: tiny-source run sizes (through the operator and the job entrypoint), the
+    #: engine backend they run on, and waiting-trigger counts watched for ``scale_trigger_s``
+    #: after ``scale_trigger_warm_s``.
+    scale_sources: tuple[int, ...] = ()
+    scale_backend: str = "ray"
+    scale_triggers: tuple[int, ...] = (10, 1000)
+    scale_trigger_s: float = 10.0
+    scale_trigger_warm_s: float = 15.0
     notes: dict[str, str] = field(default_factory=dict)
 
 
@@ -87,6 +95,11 @@ SIZES: dict[str, Size] = {
             CurvePoint("long", docs=4, pages=40, accelerators=1, in_flight=1),
         ),
         curve_base=replace(_W1, cost=CostModel.zero()),
+        scale_sources=(200, 2000),
+        scale_backend="local",
+        scale_triggers=(2, 10),
+        scale_trigger_s=1.5,
+        scale_trigger_warm_s=0.5,
     ),
     "default": Size(
         w1=_W1,
@@ -150,5 +163,12 @@ SIZES: dict[str, Size] = {
         ),
         curve_base=replace(_W1, render_batch=16, cost=replace(_W1.cost, render_per_page=0.001)),
         curve_rounds=3,
+        scale_sources=(10_000, 100_000, 1_000_000),
     ),
 }
+#: The default size with 10M tiny sources added to the scale section.
+SIZES["full"] = replace(
+    SIZES["default"],
+    scale_sources=(10_000, 100_000, 1_000_000, 10_000_000),
+    notes={"full": "default, with 10M tiny sources in the scale section"},
+)

@@ -8,9 +8,11 @@ workload 1 end to end on every installed system (cold and warm, median of
 rounds), strong scaling on this engine beside the simulator, ablations (FIFO,
 batching policy, containment on workload 5), the containment curve (workload 5's
 saving against the share of poisoned siblings still queued, beside its bound),
-workload 3 (nested), workload 2 (real OCR), engine overhead (workload 4) and the
-simulator's extrapolation. Peers that are not installed are skipped and listed
-in the results; cosmos-xenna needs ``bash scripts/setup-xenna.sh`` first.
+workload 3 (nested), workload 2 (real OCR), engine overhead (workload 4), the
+simulator's extrapolation, and scale (tiny sources through the operator and the job
+entrypoint, and waiting triggers: ``benchmarks/scale.py``; ``--size full`` adds 10M).
+Peers that are not installed are skipped and listed in the results; cosmos-xenna
+needs ``bash scripts/setup-xenna.sh`` first.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..goals import evaluate
 from ..results import section_of
-from . import airflow_path, studies, workloads
+from . import airflow_path, scale, studies, workloads
 from .markdown import table
 from .plots import render as render_plots
 
@@ -85,6 +85,7 @@ def _markdown(r: dict[str, Any], images: list[str]) -> list[str]:
     lines += workloads.overhead(r.get("overhead"))
     lines += workloads.startup(r.get("startup"))
     lines += studies.simulator(r.get("simulator"))
+    lines += scale.section(r.get("scale"))
     lines += airflow_path.section(r.get("airflow_path"))
     if r.get("errors"):
         lines += ["## Errors", ""] + [f"- {k}: {v}" for k, v in r["errors"].items()] + [""]
