@@ -56,36 +56,6 @@ def _positive(name: str, value: float) -> float:
     return value
 
 
-def _hook_of(trigger: RayOrchJobTrigger | RayOrchMicrobatchTrigger) -> RayOrchHook:
-    """A hook for the trigger's connection. The job was submitted before the trigger
-    existed: connection errors are transient from the first request (a dashboard
-    restarting)."""
-    retry = RetryPolicy(base_s=trigger.poll_interval)
-    return RayOrchHook(
-        trigger.rayorch_conn_id, address=trigger.address, answered_before=True, retry=retry
-    )
-
-
-def _watching(
-    trigger: RayOrchJobTrigger | RayOrchMicrobatchTrigger, index: int | None
-) -> contextlib.AbstractAsyncContextManager[Waiter]:
-    """Attach ``trigger`` to its run's watcher: for microbatch ``index``, or (None) for
-    the run's end, with every commit."""
-    key = RunKey(
-        trigger.rayorch_conn_id, trigger.address, trigger.run_store, trigger.run_id, trigger.job_id
-    )
-    return watching(
-        key,
-        lambda: _hook_of(trigger),
-        index=index,
-        poll_s=trigger.poll_interval,
-        look_s=COMMIT_LOOK_S,
-        end_poll_s=END_POLL_S,
-        run_end=index is None,
-        log=trigger.log,
-    )
-
-
 async def _close(hook: RayOrchHook) -> None:
     """Close the hook's HTTP client: a triggerer runs for weeks, one trigger after
     another, and an unclosed client keeps its connections."""
@@ -93,7 +63,66 @@ async def _close(hook: RayOrchHook) -> None:
         await hook.aclose()
 
 
-class RayOrchJobTrigger(DeclaredFields, BaseTrigger):
+class _RunTrigger(DeclaredFields, BaseTrigger):
+    """What both triggers share: the run they watch (its store, maybe its job), how
+    to reach the cluster, and how the task ends."""
+
+    run_id: str
+    run_store: str
+    job_id: str | None
+    rayorch_conn_id: str
+    address: str | None
+    poll_interval: float
+    max_failed_ratio: float
+    end_from_trigger: bool
+
+    def _set_run(
+        self,
+        run_id: str,
+        run_store: str,
+        job_id: str | None,
+        *,
+        rayorch_conn_id: str,
+        address: str | None,
+        poll_interval: float,
+        max_failed_ratio: float,
+        end_from_trigger: bool,
+    ) -> None:
+        self.run_id = str(run_id)
+        self.run_store = str(run_store)
+        self.job_id = str(job_id) if job_id else None
+        self.rayorch_conn_id = str(rayorch_conn_id)
+        self.address = address or None
+        self.poll_interval = _positive("poll_interval", poll_interval)
+        self.max_failed_ratio = float(max_failed_ratio)
+        self.end_from_trigger = bool(end_from_trigger)
+
+    def _hook(self) -> RayOrchHook:
+        """A hook for the trigger's connection. The job was submitted before the
+        trigger existed: connection errors are transient from the first request (a
+        dashboard restarting)."""
+        retry = RetryPolicy(base_s=self.poll_interval)
+        return RayOrchHook(
+            self.rayorch_conn_id, address=self.address, answered_before=True, retry=retry
+        )
+
+    def _watching(self, index: int | None) -> contextlib.AbstractAsyncContextManager[Waiter]:
+        """Attach to the run's watcher: for microbatch ``index``, or (None) for the
+        run's end, with every commit."""
+        key = RunKey(self.rayorch_conn_id, self.address, self.run_store, self.run_id, self.job_id)
+        return watching(
+            key,
+            self._hook,
+            index=index,
+            poll_s=self.poll_interval,
+            look_s=COMMIT_LOOK_S,
+            end_poll_s=END_POLL_S,
+            run_end=index is None,
+            log=self.log,
+        )
+
+
+class RayOrchJobTrigger(_RunTrigger):
     """Fires once the Ray job of a run ends; logs committed microbatches and job logs.
 
     Event payload: ``{"status": "success"|"error", "run_id", "job_id", "job_status",
@@ -135,21 +164,21 @@ class RayOrchJobTrigger(DeclaredFields, BaseTrigger):
                 "RayOrchJobTrigger: job_id, run_id and run_store are required, got "
                 f"job_id={job_id!r}, run_id={run_id!r}, run_store={run_store!r}"
             )
-        self.job_id = str(job_id)
-        self.run_id = str(run_id)
-        self.run_store = str(run_store)
-        self.rayorch_conn_id = str(rayorch_conn_id)
-        self.address = address or None
-        self.poll_interval = _positive("poll_interval", poll_interval)
+        self._set_run(
+            run_id,
+            run_store,
+            job_id,
+            rayorch_conn_id=rayorch_conn_id,
+            address=address,
+            poll_interval=poll_interval,
+            max_failed_ratio=max_failed_ratio,
+            end_from_trigger=end_from_trigger,
+        )
+        self.job_id: str = str(job_id)
         self.tail_logs = bool(tail_logs)
         self._streaming = False  # the tail reads Ray's log stream (it ends by itself)
-        self.max_failed_ratio = float(max_failed_ratio)
-        self.end_from_trigger = bool(end_from_trigger)
         #: what a failed end tells to clear once the cause is fixed (the run sensor's)
         self.to_clear = str(to_clear)
-
-    def _hook(self) -> RayOrchHook:
-        return _hook_of(self)
 
     async def _tail(self, waiter: Waiter) -> None:
         """Relay the job's log to the task log: the run watcher's stream (the part that
@@ -185,7 +214,7 @@ class RayOrchJobTrigger(DeclaredFields, BaseTrigger):
             self.log.info("log tail of %s ended: %s", self.job_id, exc)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        async with _watching(self, None) as waiter:
+        async with self._watching(None) as waiter:
             store = waiter.store
             tail = asyncio.create_task(self._tail(waiter)) if self.tail_logs else None
             seen = -1
@@ -303,7 +332,7 @@ class RayOrchJobTrigger(DeclaredFields, BaseTrigger):
             await _close(hook)
 
 
-class RayOrchMicrobatchTrigger(DeclaredFields, BaseTrigger):
+class RayOrchMicrobatchTrigger(_RunTrigger):
     """Fires as soon as one source microbatch's manifest commits.
 
     Event payload: ``{"status": "committed", "index", "summary"}``, or
@@ -345,15 +374,17 @@ class RayOrchMicrobatchTrigger(DeclaredFields, BaseTrigger):
             )
         if int(index) < 0:
             raise UsageError(f"RayOrchMicrobatchTrigger: index must be >= 0, got {index}")
-        self.run_id = str(run_id)
-        self.run_store = str(run_store)
+        self._set_run(
+            run_id,
+            run_store,
+            job_id,
+            rayorch_conn_id=rayorch_conn_id,
+            address=address,
+            poll_interval=poll_interval,
+            max_failed_ratio=max_failed_ratio,
+            end_from_trigger=end_from_trigger,
+        )
         self.index = int(index)
-        self.job_id = str(job_id) if job_id else None
-        self.rayorch_conn_id = str(rayorch_conn_id)
-        self.address = address or None
-        self.poll_interval = _positive("poll_interval", poll_interval)
-        self.max_failed_ratio = float(max_failed_ratio)
-        self.end_from_trigger = bool(end_from_trigger)
 
     async def _committed(self, manifest: dict[str, Any]) -> TriggerEvent:
         if not self.end_from_trigger:
@@ -380,7 +411,7 @@ class RayOrchMicrobatchTrigger(DeclaredFields, BaseTrigger):
         return end.why
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        async with _watching(self, self.index) as waiter:
+        async with self._watching(self.index) as waiter:
             store = waiter.store
             while True:
                 await waiter.wait()

@@ -43,6 +43,18 @@ async def _streaming() -> _run_watch.RunWatcher:
         await asyncio.sleep(0)
 
 
+async def _run_and_microbatches(tmp_path, count: int) -> list[asyncio.Task[dict[str, Any]]]:
+    """``count`` waiting microbatch triggers and the run's trigger (last), once the
+    stream brought its first line."""
+    run = RayOrchJobTrigger(
+        job_id="j", run_id="r", run_store=str(tmp_path), poll_interval=NEVER_S, tail_logs=False
+    )
+    tasks = [asyncio.create_task(first_event(_microbatch(tmp_path, i))) for i in range(count)]
+    tasks.append(asyncio.create_task(first_event(run)))
+    await _streaming()
+    return tasks
+
+
 async def _cancel(tasks: list[asyncio.Task[Any]]) -> None:
     for task in tasks:
         task.cancel()
@@ -114,15 +126,10 @@ def test_the_job_trigger_and_the_microbatch_triggers_share_one_watcher(
 ) -> None:
     store, jobs = CountedStore(str(tmp_path)), FakeJobs()
     install(monkeypatch, store, jobs)
-    run = RayOrchJobTrigger(
-        job_id="j", run_id="r", run_store=str(tmp_path), poll_interval=NEVER_S, tail_logs=False
-    )
 
     async def scenario() -> list[dict[str, Any]]:
-        tasks = [asyncio.create_task(first_event(_microbatch(tmp_path, i))) for i in range(3)]
-        tasks.append(asyncio.create_task(first_event(run)))
         jobs.say("started\n")
-        await _streaming()
+        tasks = await _run_and_microbatches(tmp_path, 3)
         for i in range(3):
             _commit(store, i)
             jobs.announce("microbatch", index=i)
@@ -144,15 +151,10 @@ def test_the_streams_loss_falls_back_to_listing_and_every_trigger_still_ends(
     monkeypatch.setattr(triggers, "END_POLL_S", 0.01)
     store, jobs = CountedStore(str(tmp_path)), FakeJobs()
     install(monkeypatch, store, jobs)
-    run = RayOrchJobTrigger(
-        job_id="j", run_id="r", run_store=str(tmp_path), poll_interval=NEVER_S, tail_logs=False
-    )
 
     async def scenario() -> list[dict[str, Any]]:
-        tasks = [asyncio.create_task(first_event(_microbatch(tmp_path, i))) for i in range(2)]
-        tasks.append(asyncio.create_task(first_event(run)))
         jobs.say("started\n")
-        await _streaming()
+        tasks = await _run_and_microbatches(tmp_path, 2)
         for i in range(2):  # committed, never announced
             _commit(store, i)
         jobs.break_stream()
