@@ -70,11 +70,6 @@ class RunFacts:
     error: RayOrchClusterError | None
     job_ended: bool
 
-    @property
-    def over(self) -> bool:
-        """Nothing more will come: the job ended or cannot be read."""
-        return self.job_ended or self.error is not None
-
 
 class Waiter:
     """One trigger's attachment: :meth:`wait` returns once something it waits for may
@@ -133,6 +128,7 @@ class RunWatcher:
         self.end_poll = EndPoll(poll_s, end_poll_s)
         self.waiters: set[Waiter] = set()
         self._by_index: dict[int, set[Waiter]] = {}
+        self._run_waiters: set[Waiter] = set()  # woken by every commit
         self.committed: set[int] = set()
         self.status: JobStatus | None = None
         self.message = ""
@@ -158,14 +154,15 @@ class RunWatcher:
     def attach(self, index: int | None, poll_s: float, *, run_end: bool) -> Waiter:
         waiter = Waiter(self, index, poll_s, run_end=run_end)
         self.waiters.add(waiter)
-        if index is not None:
-            self._by_index.setdefault(index, set()).add(waiter)
-        if (index is not None and index in self.committed) or self.facts_over():
+        group = self._run_waiters if index is None else self._by_index.setdefault(index, set())
+        group.add(waiter)
+        if (index is not None and index in self.committed) or self.over():
             waiter.wake()
         return waiter
 
     def detach(self, waiter: Waiter) -> None:
         self.waiters.discard(waiter)
+        self._run_waiters.discard(waiter)
         if waiter.index is not None:
             group = self._by_index.get(waiter.index, set())
             group.discard(waiter)
@@ -188,7 +185,8 @@ class RunWatcher:
         """Once the store is open; raises what stopped the watcher from opening it."""
         await asyncio.shield(self._ready)
 
-    def facts_over(self) -> bool:
+    def over(self) -> bool:
+        """Nothing more will come: the job ended, cannot be read, or the store cannot."""
         return self.job_ended or self.error is not None or self.crashed is not None
 
     def facts(self) -> RunFacts:
@@ -209,9 +207,8 @@ class RunWatcher:
         for index in new:
             for waiter in self._by_index.get(index, ()):
                 waiter.wake()
-        for waiter in self.waiters:
-            if waiter.index is None:
-                waiter.wake()
+        for waiter in self._run_waiters:
+            waiter.wake()
 
     def _driver_ended(self) -> None:
         loop = asyncio.get_running_loop()
@@ -256,8 +253,7 @@ class RunWatcher:
             self._wake_all()
         finally:
             if stream is not None:
-                if self._readers:  # the job ended: its log's last
-                    # lines come before Ray closes the stream
+                if self._readers:  # the job ended: Ray sends the log's last lines, then closes
                     with contextlib.suppress(asyncio.CancelledError):
                         await asyncio.wait({stream}, timeout=STREAM_CLOSE_WAIT_S)
                 stream.cancel()
@@ -326,7 +322,7 @@ class RunWatcher:
             if job_id is not None and (self._read_now or loop.time() >= next_job):
                 self._read_now = False
                 await self._read_job(job_id)
-                if self.facts_over():
+                if self.over():
                     self._wake_all()
                     return
                 next_job = loop.time() + self.end_poll.wait(loop.time())
