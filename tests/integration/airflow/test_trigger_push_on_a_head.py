@@ -1,6 +1,7 @@
 """On a real loopback head, a microbatch commit and the job's end reach deferred
-microbatch triggers through the job's log stream: with a poll interval and a store
-look longer than the test's watchdog, no poll can be what wakes them."""
+triggers through the job's log stream: with a poll interval and a store look longer
+than the test's watchdog, no poll can be what wakes them. The run trigger relays the
+same stream into its task log."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from airflow_provider_rayorch.operators.local_head import (
 )
 from airflow_provider_rayorch.triggers import _run_watch
 from airflow_provider_rayorch.triggers import rayorch as triggers
-from airflow_provider_rayorch.triggers.rayorch import RayOrchMicrobatchTrigger
+from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger, RayOrchMicrobatchTrigger
 
 #: the triggers' poll interval: longer than the watchdog
 POLL_S = 60.0
@@ -42,7 +43,7 @@ print("RAYORCH_EVENT " + json.dumps({"event": "end", "run_id": "r"}), flush=True
 """
 
 
-async def _first(trigger: RayOrchMicrobatchTrigger) -> dict[str, Any]:
+async def _first(trigger: RayOrchMicrobatchTrigger | RayOrchJobTrigger) -> dict[str, Any]:
     async for event in trigger.run():
         return dict(event.payload)
     raise AssertionError("no event")
@@ -75,9 +76,20 @@ def test_a_commit_and_the_jobs_end_reach_deferred_triggers_through_the_stream(
                 poll_interval=POLL_S,
             )
 
+        run = RayOrchJobTrigger(
+            job_id=job_id,
+            run_id="r",
+            run_store=str(store),
+            address=head["address"],
+            poll_interval=POLL_S,
+        )
+        relayed: list[str] = []
+        monkeypatch.setattr(run.log, "info", lambda msg, *a: relayed.append(msg % a))
+
         async def scenario() -> tuple[dict[str, Any], dict[str, Any], int]:
             committed = asyncio.create_task(_first(waiting(0)))
             never = asyncio.create_task(_first(waiting(1)))
+            ended = asyncio.create_task(_first(run))
             await asyncio.sleep(0)  # the triggers attach: the watcher lists the store once
             (watcher,) = _run_watch.watchers().values()
             await asyncio.wait_for(watcher.stream_seen.wait(), WATCHDOG_S)
@@ -85,12 +97,15 @@ def test_a_commit_and_the_jobs_end_reach_deferred_triggers_through_the_stream(
             first = await asyncio.wait_for(committed, WATCHDOG_S)
             received = watcher.received
             go.touch()  # the driver announces its end and exits
-            return first, await asyncio.wait_for(never, WATCHDOG_S), received
+            last = await asyncio.wait_for(never, WATCHDOG_S)
+            assert (await asyncio.wait_for(ended, WATCHDOG_S))["job_status"] == "SUCCEEDED"
+            return first, last, received
 
         first, last, received = asyncio.run(scenario())
         assert (first["status"], first["index"]) == ("committed", 0)
         assert received > 0
         assert (last["status"], last["index"]) == ("error", 1)
         assert "ended SUCCEEDED" in last["message"], last
+        assert relayed.count(f"[ray job {job_id}] waiting for the triggers") == 1, relayed
     finally:
         RayLocalHeadStopOperator(task_id="stop_ray_head", head=head).execute({})
