@@ -195,6 +195,29 @@ def test_a_broken_stream_is_opened_again_and_what_came_already_is_skipped(
     assert store.manifest_reads == [0, 1]
 
 
+def test_what_an_earlier_job_committed_is_seen_though_the_stream_never_announces_it(
+    monkeypatch, tmp_path
+) -> None:
+    """A resumed run's driver skips what is committed: the watcher's first listing
+    finds it, and a trigger attaching later is woken at once."""
+    monkeypatch.setattr(triggers, "COMMIT_LOOK_S", NEVER_S)
+    store, jobs = CountedStore(str(tmp_path)), FakeJobs()
+    install(monkeypatch, store, jobs)
+    _commit(store, 0)
+
+    async def scenario() -> list[dict[str, Any]]:
+        jobs.say("resuming\n")
+        waiting = asyncio.create_task(first_event(_microbatch(tmp_path, 1)))
+        await _streaming()
+        early = await asyncio.wait_for(first_event(_microbatch(tmp_path, 0)), 10)
+        await _cancel([waiting])
+        return [early]
+
+    [event] = asyncio.run(scenario())
+    assert (event["status"], event["index"]) == ("committed", 0)
+    assert store.reads["committed"] == 1
+
+
 def test_a_job_that_ends_wakes_every_waiting_microbatch_trigger(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(triggers, "COMMIT_LOOK_S", NEVER_S)
     store, jobs = CountedStore(str(tmp_path)), FakeJobs()
