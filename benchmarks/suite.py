@@ -115,7 +115,11 @@ def run_suite(
         "size": size,
         "command": command or f"python -m benchmarks.suite --size {size}",
         "environment": environment(),
-        "versions": versions(),
+        # a merged re-run keeps the versions of peers it did not detect (not installed here)
+        "versions": {
+            **previous.get("versions", {}),
+            **{k: v for k, v in versions().items() if v is not None},
+        },
         "errors": {},
         "section_seconds": dict(previous.get("section_seconds", {})),
     }

@@ -179,7 +179,7 @@ def _plot(r: dict[str, Any], out: Path) -> bool:
 
 def write_page(r: dict[str, Any] | None, out: Path, *, plots: bool = True) -> None:
     """Write ``out``/airflow-path.md, its raw results (``RAW``) and its plot (when
-    matplotlib is installed)."""
+    matplotlib is installed; without it, a plot drawn earlier stays linked)."""
     if not r or not r.get("variants"):
         return
     (out / RAW).write_text(json.dumps(r, indent=1, default=str) + "\n")
@@ -187,6 +187,6 @@ def write_page(r: dict[str, Any] | None, out: Path, *, plots: bool = True) -> No
     if plots:
         try:
             plotted = _plot(r, out)
-        except ImportError:  # matplotlib comes with the bench extra only
-            plotted = False
+        except ImportError:  # matplotlib comes with the bench extra only: an earlier plot stays
+            plotted = (out / PLOT).exists()
     (out / PAGE).write_text("\n".join(_page(r, plotted)) + "\n")

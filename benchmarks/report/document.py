@@ -3,6 +3,7 @@ in order, and the plots it links."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from ..goals import evaluate
@@ -16,16 +17,29 @@ if TYPE_CHECKING:
 
 __all__ = ["write_report"]
 
+#: the PNGs ``plots.render`` draws, in the README's order
+MATPLOTLIB_PLOTS = (
+    "e2e.png",
+    "completion.png",
+    "scaling.png",
+    "ablations.png",
+    "containment.png",
+    "simulator.png",
+)
+
 
 def write_report(results: dict[str, Any], out: Path, *, plots: bool = True) -> None:
-    """Write ``out``/README.md from ``results``, and the PNG plots when ``plots`` and
-    matplotlib is installed."""
+    """Write ``out``/README.md from ``results``, and the PNG plots when ``plots``: the
+    scale plot with Pillow, the others when matplotlib is installed (without it, the
+    ones an earlier run drew stay linked)."""
     images: list[str] = []
     if plots:
         try:
             images = render_plots(results, out)
         except ImportError:  # matplotlib comes with the bench extra only
-            images = []
+            images = [n for n in MATPLOTLIB_PLOTS if (out / n).exists()]
+        with contextlib.suppress(ImportError):  # Pillow: with reportlab (bench, dev extras)
+            images += scale.plot(results.get("scale"), out)
     if results.get("airflow_path"):  # its own page (report/airflow_path.py)
         page = {"command": results.get("command"), **results["airflow_path"]}
         airflow_path.write_page(page, out, plots=plots)

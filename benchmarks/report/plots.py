@@ -139,7 +139,4 @@ def render(r: dict[str, Any], out: Path) -> list[str]:
         fig.savefig(out / "simulator.png", dpi=110)
         plt.close(fig)
         made.append("simulator.png")
-    from .scale import plot as scale_plot
-
-    made += scale_plot(r.get("scale"), out, plt)
     return made

@@ -151,33 +151,32 @@ def section(s: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def plot(s: dict[str, Any] | None, out: Path, plt: Any) -> list[str]:
-    """scale.png: seconds per 1,000 sources and driver peak RSS against sources, log-log."""
+def plot(s: dict[str, Any] | None, out: Path) -> list[str]:
+    """scale.png (Pillow, :mod:`.loglog_png`): seconds per 1,000 sources, one read-back
+    and one live report, and the driver's peak RSS, against sources, log-log."""
     if not s or not s.get("points"):
         return []
-    fig, (cost, rss) = plt.subplots(1, 2, figsize=(10, 4))
+    from .loglog_png import Panel, Series, draw
+
+    cost: list[Series] = []
+    rss: list[Series] = []
     for path, title in PATH_TITLES.items():
         pts = sorted((p for p in s["points"] if p["path"] == path), key=lambda p: p["sources"])
         if not pts:
             continue
-        n = [p["sources"] for p in pts]
-        cost.plot(n, [p["per_1000_s"] for p in pts], "o-", label=f"{title}: total")
-        cost.plot(
-            n, [p["readback_s"] for p in pts], "s:", label=f"{title}: one read-back", alpha=0.7
-        )
-        cost.plot(n, [p["report_live_s"] for p in pts], "^:", label=f"{title}: one live report")
-        rss.plot(n, [p["driver_peak_rss_mb"] for p in pts], "o-", label=title)
-    for ax in (cost, rss):
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("tiny sources in the run")
-    cost.set_ylabel("seconds (total: per 1,000 sources)")
-    cost.set_title("Cost against run size")
-    cost.legend(fontsize=6)
-    rss.set_ylabel("driver peak RSS (MB)")
-    rss.set_title("Driver memory against run size")
-    rss.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "scale.png", dpi=110)
-    plt.close(fig)
+        n = [float(p["sources"]) for p in pts]
+        for key, what in (
+            ("per_1000_s", "s per 1,000 sources"),
+            ("readback_s", "one read-back, s"),
+            ("report_live_s", "one live report, s"),
+        ):
+            cost.append(Series(f"{title}: {what}", n, [float(p[key] or 0) for p in pts]))
+        rss.append(Series(title, n, [float(p["driver_peak_rss_mb"]) for p in pts]))
+    draw(
+        out / "scale.png",
+        [
+            Panel("Cost against run size", "tiny sources in the run", "seconds", cost),
+            Panel("Driver peak RSS against run size", "tiny sources in the run", "MB", rss),
+        ],
+    )
     return ["scale.png"]

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from benchmarks.report.scale import goals, section
+from benchmarks.report.scale import goals, plot, section
 from benchmarks.scale import PATHS, run_section, summarize
 from benchmarks.sizes import SIZES
 
@@ -38,7 +38,7 @@ TRIGGER_KEYS = {
 
 
 @pytest.mark.timeout(300)
-def test_the_section_measures_every_path_and_the_waiting_triggers() -> None:
+def test_the_section_measures_every_path_and_the_waiting_triggers(tmp_path) -> None:
     tiny = replace(SIZES["smoke"], scale_sources=(120,), scale_triggers=(2,))
 
     result = run_section(tiny, {}, None)
@@ -55,6 +55,8 @@ def test_the_section_measures_every_path_and_the_waiting_triggers() -> None:
     assert (waiting["triggers"], waiting["fired"]) == (2, 0)
     assert waiting["store_reads_per_s"] > 0  # the store is looked at every second
     assert section(result)[0].startswith("## Scale")
+    assert plot(result, tmp_path) == ["scale.png"]
+    assert (tmp_path / "scale.png").stat().st_size > 0
 
 
 def _point(path: str, n: int, seconds: float, rss: float) -> dict:
