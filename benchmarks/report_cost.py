@@ -64,7 +64,7 @@ def main(argv: list[str]) -> None:
             timings = [
                 {"index": i, "started_s": 0.1 * i, "finished_s": 0.1 * i + 0.1} for i in range(n)
             ]
-            aggregate = RunAggregate.of(plan, store.manifests("run"))
+            aggregate = RunAggregate.of(plan, store.manifest_records("run"))
             t0 = time.perf_counter()
             write_run_report(store, "run", microbatches=timings)
             t1 = time.perf_counter()

@@ -213,13 +213,14 @@ def read_figures(store_uri: str, run_id: str, n: int) -> dict[str, Any]:
     from airflow_provider_rayorch.plugins.resolve import TaskRun
     from airflow_provider_rayorch.reports import write_run_report
     from airflow_provider_rayorch.runs.aggregate import RunAggregate
+    from airflow_provider_rayorch.runs.boundary import plain
     from airflow_provider_rayorch.runs.store import RunStore, read_summary_outputs
 
     store = RunStore(store_uri)
-    run = store.read_run_manifest(run_id) or {}
+    run = plain(store.run_manifest_record(run_id)) or {}
     plan = store.read_plan(run_id)
     microbatches = -(-n // MICROBATCH)
-    middle = store.read_manifest(run_id, microbatches // 2) or {}
+    middle = plain(store.manifest_record(run_id, microbatches // 2)) or {}
     rows = read_summary_outputs(middle)
     readback = _median_s(lambda: read_summary_outputs(middle))
     report = _median_s(lambda: write_run_report(store, run_id), repeat=1)

@@ -17,6 +17,7 @@ import tempfile
 import time
 from typing import TYPE_CHECKING
 
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.run_state import read_run_state
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore, read_summary_outputs
 
@@ -39,7 +40,7 @@ def write_run(store: RunStore, run_id: str, n: int, size: int) -> dict[str, obje
         index = mb["index"]
         commit_present_microbatch(store, run_id, index, mb["first_source"], mb["count"])
         if index == len(plan.microbatches()) // 2:
-            middle = store.read_manifest(run_id, index) or {}
+            middle = plain(store.manifest_record(run_id, index)) or {}
     store.write_run_manifest(run_id, {"run_id": run_id, "state": "success"})
     return middle
 

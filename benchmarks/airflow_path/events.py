@@ -67,7 +67,7 @@ def _one(bench: Bench, name: str, landed: float, run: dict[str, Any]) -> dict[st
     tis = {t["task_id"]: t for t in rest.task_instances(DAG_ID, rid)}
     prepare = tis.get("prepare") or {}
     store = RunStore(str(rest.xcom(DAG_ID, rid, "prepare", "rayorch_run_store")))
-    commits = [ts(m.get("committed_at")) for m in store.manifests(
+    commits = [ts(m.to_dict().get("committed_at")) for m in store.manifest_records(
         str(rest.xcom(DAG_ID, rid, "prepare", "rayorch_run_id")))]  # fmt: skip
     committed = max((c for c in commits if c is not None), default=None)
     queued, end = ts(run.get("queued_at")), ts(run.get("end_date"))

@@ -61,7 +61,8 @@ def _rayorch_facts(bench: Bench, dag_id: str, run_id: str, task_id: str) -> dict
     rid = rest.xcom(dag_id, run_id, task_id, "rayorch_run_id")
     job_id = rest.xcom(dag_id, run_id, task_id, "rayorch_job_id")
     store = RunStore(str(rest.xcom(dag_id, run_id, task_id, "rayorch_run_store")))
-    commits = sorted(ts(m.get("committed_at")) or 0.0 for m in store.manifests(rid))
+    manifests = [m.to_dict() for m in store.manifest_records(rid)]
+    commits = sorted(ts(m.get("committed_at")) or 0.0 for m in manifests)
     run_json, report = Path(store.root) / rid / "run.json", Path(store.root) / rid / "report.html"
     job = bench.ray_job(job_id) or {}
     return {
