@@ -14,17 +14,19 @@ purpose (no pyarrow): the triggerer imports it on its event loop.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from airflow_provider_rayorch.rayorch.errors import UsageError
-from airflow_provider_rayorch.runs.glob_syntax import has_wildcard
+from airflow_provider_rayorch.runs.glob_syntax import has_wildcard, split_glob_query
 
 __all__ = [
     "COMMITTED_KEY",
     "EMITTED_KEY",
     "ListedFile",
     "NewSourcesBatch",
+    "complete_on_sight",
     "decode_committed",
     "decode_emitted",
     "has_glob_pattern",
@@ -39,12 +41,25 @@ def has_glob_pattern(uri_glob: str) -> bool:
     return has_wildcard(uri_glob)
 
 
+#: Schemes of object stores that show an object only once its upload completed.
+_COMPLETE_ON_UPLOAD = frozenset({"s3", "gs", "gcs", "abfs", "abfss", "az"})
+
+
+def complete_on_sight(uri_glob: str) -> bool:
+    """``uri_glob`` lists an object store whose listed objects are complete uploads."""
+    path, _ = split_glob_query(uri_glob)
+    return "://" in path and urlsplit(path).scheme.lower() in _COMPLETE_ON_UPLOAD
+
+
 @dataclass(frozen=True, slots=True)
 class ListedFile:
-    """One matching file: its URI (as a source) and its size in bytes."""
+    """One matching file: its URI (as a source), its size in bytes, and its modification
+    time in seconds since the epoch where the listing gives one (no part of equality:
+    a file is its URI and size)."""
 
     uri: str
     size: int
+    mtime: float | None = field(default=None, compare=False)
 
 
 def _fix(key: str, asset_name: str) -> str:

@@ -1,9 +1,13 @@
 """Watch a glob for new files and announce them as asset events (an ``AssetWatcher``).
 
-A file is announced once its size is the same on two polls in a row, at most
-``max_files_per_event`` per event. The watermark (the files Airflow has stored an
-event for) lives in the asset state store, so a restarted triggerer goes on where
-the last one stopped.
+A file is announced once it has landed, at most ``max_files_per_event`` per event:
+on an object store (S3, GCS, Azure) at its first listing; elsewhere once it has gone
+untouched for ``QUIET_PERIOD_S`` (``assets/stable_files.py``). A file still being
+written is re-checked on its own (one stat of the waiting files) when its quiet
+period ends, not at the next listing ``poll_interval`` later.
+
+The watermark (the files Airflow has stored an event for) lives in the asset state
+store, so a restarted triggerer goes on where the last one stopped.
 
 Under Airflow 3.3's triggerer the trigger runs in the shared-stream *ack mode*: the
 poll loop is a ``SharedStreamProducer``, and its ``advance`` writes the watermark
@@ -19,17 +23,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import time
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 from airflow.triggers.shared_stream import AdvanceItem, AdvanceOutcome, SharedStreamProducer
 
-from airflow_provider_rayorch.assets.stable_files import StableFileSelector
+from airflow_provider_rayorch.assets.stable_files import QUIET_PERIOD_S, StableFileSelector
 from airflow_provider_rayorch.assets.watch_state import (
     COMMITTED_KEY,
     EMITTED_KEY,
     ListedFile,
     NewSourcesBatch,
+    complete_on_sight,
     decode_committed,
     decode_emitted,
     has_glob_pattern,
@@ -41,7 +47,7 @@ from airflow_provider_rayorch.triggers._fields import DeclaredFields
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
 
-__all__ = ["NewSourcesProducer", "RayOrchNewSourcesTrigger"]
+__all__ = ["QUIET_PERIOD_S", "NewSourcesProducer", "RayOrchNewSourcesTrigger"]
 
 log = logging.getLogger(__name__)
 
@@ -64,12 +70,20 @@ def _list_files(uri_glob: str) -> list[ListedFile]:
     return list_files(uri_glob)
 
 
+def _stat_files(uri_glob: str, uris: list[str]) -> list[ListedFile]:
+    """Re-check the waiting files in a worker thread."""
+    from airflow_provider_rayorch.assets.listing import stat_files
+
+    return stat_files(uri_glob, uris)
+
+
 async def _pause(seconds: float) -> None:
     await asyncio.sleep(seconds)
 
 
 class NewSourcesProducer(SharedStreamProducer):
-    """The poll loop: one ``poll()`` per interval; ``advance`` moves the watermark.
+    """The poll loop: one ``poll()`` (a listing) per interval, and a ``recheck()`` of the
+    files still landing when their quiet period ends; ``advance`` moves the watermark.
 
     Files in an event not yet resolved are *in flight*: not offered again meanwhile.
     An event that is not confirmed stored (ack timeout) releases its files, which
@@ -85,6 +99,7 @@ class NewSourcesProducer(SharedStreamProducer):
         max_files_per_event: int,
         state: AsyncStateStore,
         pause: Callable[[float], Awaitable[None]] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.uri_glob = uri_glob
         self.asset_name = asset_name
@@ -92,36 +107,60 @@ class NewSourcesProducer(SharedStreamProducer):
         self.max_files_per_event = max_files_per_event
         self._state = state
         self._pause = pause
-        self._selector = StableFileSelector()
+        self._clock = clock or time.time
+        self._selector = StableFileSelector(complete_on_sight=complete_on_sight(uri_glob))
         self._emitted: dict[str, int] | None = None
         self._in_flight: dict[str, ListedFile] = {}
         self._dirty = False
 
     async def poll(self) -> tuple[NewSourcesBatch, tuple[ListedFile, ...]]:
-        """One poll: ``(batch, token)``; ``token`` goes back to ``advance`` with the outcome."""
+        """One listing: ``(batch, token)``; ``token`` goes back to ``advance`` with the outcome."""
+        return await self._look(whole=True)
+
+    async def recheck(self) -> tuple[NewSourcesBatch, tuple[ListedFile, ...]]:
+        """Stat only the files still landing; those that have landed make the batch."""
+        return await self._look(whole=False)
+
+    def next_recheck(self) -> float | None:
+        """When (by the clock) a ``recheck`` could find a waiting file landed; None: none waits."""
+        return self._selector.next_due()
+
+    async def _look(self, *, whole: bool) -> tuple[NewSourcesBatch, tuple[ListedFile, ...]]:
         if self._emitted is None:
             self._emitted = decode_emitted(await self._state.aget(EMITTED_KEY), self.asset_name)
         emitted = self._emitted
         committed = decode_committed(await self._state.aget(COMMITTED_KEY), self.asset_name)
         try:
-            listing = await asyncio.to_thread(_list_files, self.uri_glob)
+            if whole:
+                listing = await asyncio.to_thread(_list_files, self.uri_glob)
+            else:
+                waiting = self._selector.waiting()
+                listing = await asyncio.to_thread(_stat_files, self.uri_glob, waiting)
         except Exception as exc:  # a flaky bucket must not end the watch
             log.warning("Listing %s failed, trying again next poll: %s", self.uri_glob, exc)
             return NewSourcesBatch(self.asset_name, self.uri_glob), ()
-        listed = {f.uri for f in listing}
-        for uri in [u for u in emitted if u in committed or u not in listed]:
-            del emitted[uri]  # committed files stay known through COMMITTED_KEY
-            self._dirty = True
+        if whole:
+            listed = {f.uri for f in listing}
+            for uri in [u for u in emitted if u in committed or u not in listed]:
+                del emitted[uri]  # committed files stay known through COMMITTED_KEY
+                self._dirty = True
         known = emitted.keys() | committed.keys() | self._in_flight.keys()
-        batch = tuple(self._selector.select(listing, known)[: self.max_files_per_event])
+        landed = self._selector.select(listing, known, self._clock())
+        batch = tuple(landed[: self.max_files_per_event])
         self._in_flight.update((f.uri, f) for f in batch)
         return NewSourcesBatch(self.asset_name, self.uri_glob, batch), batch
 
     async def open_stream(self) -> AsyncIterator[tuple[NewSourcesBatch, Any]]:
-        """Yield one batch per poll, empty ones too: they let the previous event resolve."""
+        """Yield one batch per listing, and one per re-check of files still landing that
+        falls before the next listing; empty ones too: they let the previous event resolve."""
+        pause = self._pause or _pause
         while True:
             yield await self.poll()
-            await (self._pause or _pause)(self.poll_interval)
+            next_listing = self._clock() + self.poll_interval
+            while (due := self.next_recheck()) is not None and due < next_listing:
+                await pause(max(0.0, due - self._clock()))
+                yield await self.recheck()
+            await pause(max(0.0, next_listing - self._clock()))
 
     async def advance(self, batch: Sequence[AdvanceItem]) -> None:
         """Record the files of stored events in the watermark; release the others."""
@@ -175,7 +214,9 @@ class RayOrchNewSourcesTrigger(DeclaredFields, BaseEventTrigger):
     :param asset_name: the name of the Asset whose watcher this is. It keeps the
         watermark of each asset apart, and two assets with otherwise equal triggers
         would share one trigger row without it.
-    :param poll_interval: seconds between listings; a file must keep its size for one.
+    :param poll_interval: seconds between listings. A listed file is announced at once
+        on an object store; elsewhere once untouched for ``QUIET_PERIOD_S`` (a file
+        still being written is re-checked then, without waiting for the next listing).
     :param max_files_per_event: at most this many files per event; the rest follow.
     """
 
@@ -234,8 +275,11 @@ class RayOrchNewSourcesTrigger(DeclaredFields, BaseEventTrigger):
         self,
         state: AsyncStateStore | None = None,
         pause: Callable[[float], Awaitable[None]] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> NewSourcesProducer:
-        """The poll loop on ``state`` (default: this asset's accessor from the triggerer)."""
+        """The poll loop on ``state`` (default: this asset's accessor from the triggerer);
+        ``pause`` and ``clock`` (wall-clock seconds, compared with file mtimes) are
+        ``asyncio.sleep`` and ``time.time`` unless given."""
         return NewSourcesProducer(
             uri_glob=self.uri_glob,
             asset_name=self.asset_name,
@@ -243,6 +287,7 @@ class RayOrchNewSourcesTrigger(DeclaredFields, BaseEventTrigger):
             max_files_per_event=self.max_files_per_event,
             state=state if state is not None else self._state(),
             pause=pause,
+            clock=clock,
         )
 
     # -- the triggerer's shared-stream (ack mode) path ------------------------------------

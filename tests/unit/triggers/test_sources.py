@@ -1,14 +1,17 @@
-"""RayOrchNewSourcesTrigger: new files of a glob, emitted once their size settles.
+"""RayOrchNewSourcesTrigger: new files of a local glob, emitted once they have landed.
 
-Polls are driven one at a time (``producer.poll()``) or through an injected pause,
-never by sleeping. The asset state store is the real Task SDK accessor, answered
-in memory (``state_comms``); a "restart" is a new trigger instance on that store.
+Files are written with an old modification time (landed at first sight) unless a
+test says otherwise; the clock is injected. Polls are driven one at a time
+(``producer.poll()``) or through an injected pause, never by sleeping. The asset
+state store is the real Task SDK accessor, answered in memory (``state_comms``); a
+"restart" is a new trigger instance on that store.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -20,7 +23,11 @@ from airflow.triggers.shared_stream import AdvanceItem, AdvanceOutcome, SharedSt
 from airflow_provider_rayorch.assets.watch_state import COMMITTED_KEY, EMITTED_KEY
 from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.triggers import sources
-from airflow_provider_rayorch.triggers.sources import NewSourcesProducer, RayOrchNewSourcesTrigger
+from airflow_provider_rayorch.triggers.sources import (
+    QUIET_PERIOD_S,
+    NewSourcesProducer,
+    RayOrchNewSourcesTrigger,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -30,6 +37,8 @@ pytestmark = pytest.mark.timeout(60)
 ASSET = "inbox"
 CLEAN = AdvanceOutcome(acked=1, failed=0)
 TIMED_OUT = AdvanceOutcome(acked=0, failed=1)
+NOW = 1_000_000_000.0  # the injected clock's time
+OLD = NOW - 60.0  # a modification time well past the quiet period
 
 
 def _trigger(landing: Path, **kwargs: Any) -> RayOrchNewSourcesTrigger:
@@ -38,11 +47,14 @@ def _trigger(landing: Path, **kwargs: Any) -> RayOrchNewSourcesTrigger:
 
 
 def _producer(landing: Path, **kwargs: Any) -> NewSourcesProducer:
-    return _trigger(landing, **kwargs).producer(state=AssetStateStoreAccessor(name=ASSET))
+    return _trigger(landing, **kwargs).producer(
+        state=AssetStateStoreAccessor(name=ASSET), clock=lambda: NOW
+    )
 
 
-def _write(path: Path, text: str) -> str:
+def _write(path: Path, text: str, mtime: float = OLD) -> str:
     path.write_text(text)
+    os.utime(path, (mtime, mtime))
     return str(path)
 
 
@@ -113,23 +125,16 @@ def test_bad_kwargs_are_refused_with_a_clear_message(kwargs: dict[str, Any], mes
 # -- polls ------------------------------------------------------------------------------
 
 
-def test_a_file_is_emitted_once_its_size_is_the_same_on_two_polls(
+def test_a_file_untouched_for_the_quiet_period_is_emitted_at_its_first_listing(
     tmp_path: Path, state_comms: Any
 ) -> None:
+    a = _write(tmp_path / "a.txt", "abc", mtime=NOW - QUIET_PERIOD_S)
+
     async def scenario() -> list[list[str]]:
         p = _producer(tmp_path)
-        growing = tmp_path / "a.txt"
-        seen = []
-        _write(growing, "part")
-        seen.append(await _poll_and_ack(p))  # first sight: no size to compare with
-        _write(growing, "part two")
-        seen.append(await _poll_and_ack(p))  # grew since the last poll: still landing
-        seen.append(await _poll_and_ack(p))  # same size twice: settled
-        seen.append(await _poll_and_ack(p))  # emitted already
-        return seen
+        return [await _poll_and_ack(p), await _poll_and_ack(p)]
 
-    a = str(tmp_path / "a.txt")
-    assert asyncio.run(scenario()) == [[], [], [a], []]
+    assert asyncio.run(scenario()) == [[a], []]
 
 
 def test_only_files_matching_the_glob_are_emitted(tmp_path: Path, state_comms: Any) -> None:
@@ -139,7 +144,6 @@ def test_only_files_matching_the_glob_are_emitted(tmp_path: Path, state_comms: A
         _write(tmp_path / "b.pdf", "x")
         (tmp_path / "sub").mkdir()
         _write(tmp_path / "sub" / "c.txt", "x")
-        await _poll_and_ack(p)
         return await _poll_and_ack(p)
 
     assert asyncio.run(scenario()) == [str(tmp_path / "a.txt")]
@@ -155,7 +159,7 @@ def test_max_files_per_event_caps_a_batch_and_the_rest_follow(
         return [await _poll_and_ack(p) for _ in range(5)]
 
     batches = asyncio.run(scenario())
-    assert batches == [[], names[0:2], names[2:4], names[4:5], []]
+    assert batches == [names[0:2], names[2:4], names[4:5], [], []]
 
 
 def test_the_watermark_is_written_when_the_event_is_acknowledged(
@@ -165,7 +169,6 @@ def test_the_watermark_is_written_when_the_event_is_acknowledged(
 
     async def scenario() -> tuple[Any, Any]:
         p = _producer(tmp_path)
-        await _poll_and_ack(p)
         batch, token = await p.poll()
         assert _uris(batch) == [a]
         before = state_comms.value(ASSET, EMITTED_KEY)
@@ -185,7 +188,7 @@ def test_an_event_that_was_not_persisted_is_offered_again(tmp_path: Path, state_
         return [await _poll_and_ack(p, TIMED_OUT) for _ in range(4)]
 
     # Emitted, never confirmed stored (ack timeout): released, offered at the next poll.
-    assert asyncio.run(scenario()) == [[], [a], [a], [a]]
+    assert asyncio.run(scenario()) == [[a], [a], [a], [a]]
     assert state_comms.value(ASSET, EMITTED_KEY) in (None, {})
 
 
@@ -196,7 +199,6 @@ def test_an_in_flight_file_is_not_offered_twice_while_its_event_awaits_persisten
 
     async def scenario() -> list[list[str]]:
         p = _producer(tmp_path)
-        await _poll_and_ack(p)
         first, token = await p.poll()
         later = [_uris((await p.poll())[0]) for _ in range(3)]
         await p.advance([AdvanceItem(token, CLEAN)])
@@ -214,12 +216,12 @@ def test_committed_files_are_never_emitted_and_leave_the_watermark(
 
     async def scenario() -> list[list[str]]:
         p = _producer(tmp_path)
-        out = [await _poll_and_ack(p) for _ in range(2)]
+        out = [await _poll_and_ack(p)]
         state_comms.rows[(ASSET, COMMITTED_KEY)] = {a: "run-1", b: "run-0"}  # a's run ended
         out.append(await _poll_and_ack(p))
         return out
 
-    assert asyncio.run(scenario()) == [[], [a], []]
+    assert asyncio.run(scenario()) == [[a], []]
     assert state_comms.value(ASSET, EMITTED_KEY) == {}
 
 
@@ -232,7 +234,7 @@ def test_a_listing_error_is_logged_and_the_watch_goes_on(
 
     def flaky(uri_glob: str) -> Any:
         calls["n"] += 1
-        if calls["n"] == 2:
+        if calls["n"] == 1:
             raise OSError("bucket briefly unreachable")
         return real(uri_glob)
 
@@ -242,7 +244,7 @@ def test_a_listing_error_is_logged_and_the_watch_goes_on(
         p = _producer(tmp_path)
         return [await _poll_and_ack(p) for _ in range(3)]
 
-    assert asyncio.run(scenario()) == [[], [], [a]]
+    assert asyncio.run(scenario()) == [[], [a], []]
     assert "bucket briefly unreachable" in caplog.text
 
 
@@ -265,18 +267,18 @@ def test_a_restarted_trigger_emits_no_file_twice_and_skips_none(
 
     async def scenario() -> list[list[str]]:
         first = _producer(tmp_path)
-        out = [await _poll_and_ack(first) for _ in range(2)]  # a and b emitted, persisted
-        c = _write(tmp_path / "c.txt", "ccc")
-        out.append(await _poll_and_ack(first))  # c seen once, not yet settled
+        out = [await _poll_and_ack(first)]  # a and b emitted, persisted
+        _write(tmp_path / "c.txt", "ccc", mtime=NOW)
+        out.append(await _poll_and_ack(first))  # c seen once, still being written
         # The triggerer dies here; a new one starts the trigger again on the same store.
         second = _producer(tmp_path)
+        os.utime(tmp_path / "c.txt", (OLD, OLD))  # c done
         _write(tmp_path / "d.txt", "dddd")
-        out += [await _poll_and_ack(second) for _ in range(3)]
-        assert c
+        out += [await _poll_and_ack(second) for _ in range(2)]
         return out
 
     c, d = str(tmp_path / "c.txt"), str(tmp_path / "d.txt")
-    assert asyncio.run(scenario()) == [[], [a, b], [], [], [c, d], []]
+    assert asyncio.run(scenario()) == [[a, b], [], [c, d], []]
     assert state_comms.value(ASSET, EMITTED_KEY) == {a: 1, b: 2, c: 3, d: 4}
 
 
@@ -288,12 +290,11 @@ def test_a_restart_before_persistence_emits_the_batch_again(
 
     async def scenario() -> list[list[str]]:
         first = _producer(tmp_path)
-        await _poll_and_ack(first)
         lost, _token = await first.poll()  # yielded, never confirmed persisted
         second = _producer(tmp_path)
         return [_uris(lost), await _poll_and_ack(second), await _poll_and_ack(second)]
 
-    assert asyncio.run(scenario()) == [[a], [], [a]]
+    assert asyncio.run(scenario()) == [[a], [a], []]
 
 
 # -- the triggerer's paths ---------------------------------------------------------------
@@ -375,14 +376,13 @@ def test_through_the_triggerers_shared_stream_the_watermark_waits_for_persistenc
         t = _trigger(tmp_path)
         key = t.shared_stream_key()
         events = t.filter_shared_stream(manager.subscribe(trigger_id=1, trigger=t, key=key))
-        gate.put_nowait(None)  # the second poll: a has settled
         event = await asyncio.wait_for(anext(events), 20)
         assert [f["uri"] for f in event.payload["files"]] == [a]
         seq = manager.bind_pending_event(trigger_id=1, key=key)  # as the triggerer does
         assert seq is not None
         moving_on = asyncio.ensure_future(anext(events))  # the filter pulls the next batch
-        gate.put_nowait(None)  # the third poll: an empty batch, broadcast before its pause
-        await _until(lambda: len(pauses) == 3, "the third poll")
+        gate.put_nowait(None)  # the second poll: an empty batch, broadcast before its pause
+        await _until(lambda: len(pauses) == 2, "the second poll")
         for _ in range(50):  # let the filter move past the event, and a wrong advance run
             await asyncio.sleep(0)
         unconfirmed = state_comms.value(ASSET, EMITTED_KEY)
