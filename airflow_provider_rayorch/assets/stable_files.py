@@ -94,6 +94,10 @@ class StableFileSelector:
             return None
         return before
 
+    def forget_waiting(self) -> None:
+        """Forget the waiting files: the next listing sees them as new."""
+        self._waiting = {}
+
     def waiting(self) -> list[str]:
         """The URIs of the files waiting to land, sorted."""
         return sorted(self._waiting)

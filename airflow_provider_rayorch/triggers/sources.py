@@ -138,6 +138,8 @@ class NewSourcesProducer(SharedStreamProducer):
                 listing = await asyncio.to_thread(_stat_files, self.uri_glob, waiting)
         except Exception as exc:  # a flaky bucket must not end the watch
             log.warning("Listing %s failed, trying again next poll: %s", self.uri_glob, exc)
+            if not whole:  # no re-check again before the next listing
+                self._selector.forget_waiting()
             return NewSourcesBatch(self.asset_name, self.uri_glob), ()
         if whole:
             listed = {f.uri for f in listing}

@@ -90,3 +90,13 @@ def test_known_files_and_files_gone_from_the_look_are_forgotten() -> None:
     s.select([], (), T + 0.2)
     assert s.waiting() == []
     assert s.next_due() is None
+
+
+def test_forgotten_files_are_new_at_the_next_look() -> None:
+    s = _local()
+    f = ListedFile("/in/a", 1, T)
+    s.select([f], (), T)
+    s.forget_waiting()
+    assert s.next_due() is None
+    assert s.select([f], (), T + Q / 2) == []  # first sight again: mtime not yet old
+    assert s.select([f], (), T + Q) == [f]

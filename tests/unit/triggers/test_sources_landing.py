@@ -130,3 +130,19 @@ def test_an_announced_file_is_never_announced_again_by_listings_or_rechecks(
     batches = asyncio.run(_batches(_stream(tmp_path, time), 6))
     # listing (a waits), re-check (a), listing (b waits), re-check (b), listing, listing
     assert batches == [[], [a], [], [str(b_path)], [], []]
+
+
+def test_a_failed_recheck_is_logged_and_the_file_comes_at_the_next_listing(
+    tmp_path: Path, state_comms: Any, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    time = _Time()
+    a = _write(tmp_path / "a.txt", "abc", mtime=T0)
+
+    def unreachable(uri_glob: str, uris: list[str]) -> Any:
+        raise OSError("mount briefly gone")
+
+    monkeypatch.setattr(sources, "_stat_files", unreachable)
+    batches = asyncio.run(_batches(_stream(tmp_path, time), 3))
+    assert batches == [[], [], [a]]
+    assert time.pauses[:2] == [QUIET_PERIOD_S, POLL - QUIET_PERIOD_S]  # no re-check loop
+    assert "mount briefly gone" in caplog.text
