@@ -3,8 +3,8 @@ observation, out.
 
 The operator, both sensors and both triggers wait for the same thing, so the rule
 for "is it over, and did it work" lives in the pure :func:`observe`; the thin drivers
-:class:`JobWatch` (sync: operator, sensors) and its ``alook`` (async: triggers, the
-store read off the event loop) only fetch the two inputs. Reading the job is one
+:class:`JobWatch` (operator, sensors) only fetches the two inputs; the triggers feed
+:func:`observe` from their run watcher. Reading the job is one
 hook call (the hook retries transient Jobs-API errors within its budget); the
 watch writes nothing (the driver records the run's state).
 
@@ -14,14 +14,13 @@ gone and the manifest is the only witness left) and a run manifest exists; a cal
 whose manifest may predate the job (the operator: its try may be a repair) trusts
 only SUCCEEDED. A run
 manifest's ``job_status`` is the status the watch read
-(:func:`common.states.with_job_status`). Watching one
+(:func:`stamped`, the rule of :func:`common.states.with_job_status`). Watching one
 microbatch: it ends as soon as that microbatch's manifest commits, or when the job
 ends without it.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -29,11 +28,12 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_rayorch.common.states import JobStatus, with_job_status
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Callable
 
+    from airflow_provider_rayorch.runs.records import MicrobatchManifest, RunManifest
     from airflow_provider_rayorch.runs.store import RunStore
 
-__all__ = ["JobObservation", "JobWatch", "StoreFacts", "job_reading", "observe"]
+__all__ = ["JobObservation", "JobWatch", "StoreFacts", "job_reading", "observe", "stamped"]
 
 #: What a job read returns: Ray's job info (a mapping), a status, or None (unknown job).
 JobRead = Mapping[str, Any] | JobStatus | str | None
@@ -45,7 +45,7 @@ class StoreFacts:
     awaited manifest (the run's, or one microbatch's; None: not written yet)."""
 
     committed: int | None = None
-    manifest: Mapping[str, Any] | None = None
+    manifest: MicrobatchManifest | RunManifest | None = None
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class JobObservation:
 
     :ivar status: the job's status (None: no job to watch).
     :ivar committed: microbatches committed so far (None: not counted).
-    :ivar manifest: the awaited manifest as read; a run's carries its ``job_status``.
+    :ivar manifest: the awaited manifest record as read; a run's carries its ``job_status``.
     :ivar ended: nothing more to wait for.
     :ivar succeeded: ended, and the awaited work is done (see the module's rule).
     :ivar message: Ray's word on the job (why it ended), ``""`` if none.
@@ -62,7 +62,7 @@ class JobObservation:
 
     status: JobStatus | None
     committed: int | None
-    manifest: dict[str, Any] | None
+    manifest: MicrobatchManifest | RunManifest | None
     ended: bool
     succeeded: bool = False
     message: str = ""
@@ -75,6 +75,17 @@ def job_reading(raw: JobRead, job_id: str) -> tuple[JobStatus, str]:
     if isinstance(raw, Mapping):
         return JobStatus.parse(raw.get("status")), str(raw.get("message") or "")
     return JobStatus.parse(raw), ""
+
+
+def stamped(
+    manifest: MicrobatchManifest | RunManifest, status: JobStatus | None = None
+) -> MicrobatchManifest | RunManifest:
+    """The manifest record with its ``job_status``: its own, else ``status``, else
+    ``UNKNOWN`` (:func:`common.states.with_job_status`)."""
+    job_status = with_job_status({"job_status": manifest.job_status}, status)["job_status"]
+    if job_status == manifest.job_status:
+        return manifest
+    return manifest.model_copy(update={"job_status": job_status})
 
 
 def observe(
@@ -90,13 +101,13 @@ def observe(
     manifest may predate the job, as a repair's does)."""
     committed = facts.committed
     if microbatch:
-        manifest = None if facts.manifest is None else dict(facts.manifest)
+        manifest = facts.manifest
         done = manifest is not None
         ended = done or (status is not None and status.is_terminal)
         return JobObservation(status, committed, manifest, ended, done, "" if done else message)
     if status is None or status.is_active:
         return JobObservation(status, committed, None, False, False, message)
-    manifest = with_job_status(facts.manifest, status) if facts.manifest is not None else None
+    manifest = None if facts.manifest is None else stamped(facts.manifest, status)
     trusted = (
         (JobStatus.SUCCEEDED,) if job_must_succeed else (JobStatus.SUCCEEDED, JobStatus.MISSING)
     )
@@ -108,8 +119,8 @@ def observe(
 class JobWatch:
     """The drivers of :func:`observe` for one run (and maybe one microbatch).
 
-    :param read_job: reads the job once (a hook's ``get_job_info``/``get_job_status``,
-        or their async twins for :meth:`alook`); None: no job to watch.
+    :param read_job: reads the job once (a hook's ``get_job_info``/``get_job_status``);
+        None: no job to watch.
     :param index: watch this microbatch's manifest instead of the run's.
     :param count_commits: count committed microbatches on every look (for the log).
     """
@@ -127,12 +138,14 @@ class JobWatch:
     #: the last job read as it came (Ray's job info holds the driver's exit code)
     last_read: Any = None
 
-    def _manifest(self) -> dict[str, Any] | None:
+    def _manifest(self) -> MicrobatchManifest | RunManifest | None:
         if self.index is not None:
-            return self.store.read_manifest(self.run_id, self.index)
-        return self.store.read_run_manifest(self.run_id)
+            return self.store.manifest_record(self.run_id, self.index)
+        return self.store.run_manifest_record(self.run_id)
 
-    def _facts(self, status: JobStatus | None, early: dict[str, Any] | None) -> StoreFacts:
+    def _facts(
+        self, status: JobStatus | None, early: MicrobatchManifest | RunManifest | None
+    ) -> StoreFacts:
         committed = len(self.store.committed(self.run_id)) if self.count_commits else None
         if early is not None:
             return StoreFacts(committed, early)
@@ -151,29 +164,6 @@ class JobWatch:
         raw = self.read_job()
         status, message = self._after_read(raw)
         facts = self._facts(status, None)
-        return observe(
-            status,
-            facts,
-            message=message,
-            microbatch=self.index is not None,
-            job_must_succeed=self.job_must_succeed,
-        )
-
-    async def aawaited(self) -> dict[str, Any] | None:
-        """The awaited manifest as the store has it now (no job read: a cheap look
-        between two full ones)."""
-        return await asyncio.to_thread(self._manifest)
-
-    async def alook(self) -> JobObservation:
-        """One look (async, for triggers): store reads run in a thread."""
-        early = await asyncio.to_thread(self._manifest) if self.index is not None else None
-        if early is not None or self.read_job is None:
-            facts = await asyncio.to_thread(self._facts, None, early)
-            return observe(None, facts, microbatch=self.index is not None)
-        read: Callable[[], Awaitable[Any]] = self.read_job
-        raw = await read()
-        status, message = await asyncio.to_thread(self._after_read, raw)
-        facts = await asyncio.to_thread(self._facts, status, None)
         return observe(
             status,
             facts,

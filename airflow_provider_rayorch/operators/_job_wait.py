@@ -183,7 +183,7 @@ class JobWaiting:
         if (
             ended is not None
             and run_id is not None
-            and self._store().read_run_manifest(run_id) is None
+            and self._store().run_manifest_record(run_id) is None
         ):
             self._record_job_state(run_id, ended, f"Ray job {job_id} ended {status}: {message}")
         error = error_from(logs, message)

@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REPAIR_ACTIVE",
-    "read_repair",
-    "read_repairs",
     "repair_record",
     "repair_records",
     "write_repair",
@@ -63,14 +61,3 @@ def repair_records(store: RunStore, run_id: str) -> list[RepairRecord]:
         for name in store.record_names(paths.repairs(run_id))
     )
     return [record for record in found if record is not None]
-
-
-def read_repair(store: RunStore, run_id: str, index: int) -> dict[str, Any] | None:
-    """:func:`repair_record` as JSON values."""
-    record = repair_record(store, run_id, index)
-    return None if record is None else record.to_dict()
-
-
-def read_repairs(store: RunStore, run_id: str) -> list[dict[str, Any]]:
-    """:func:`repair_records` as JSON values."""
-    return [record.to_dict() for record in repair_records(store, run_id)]

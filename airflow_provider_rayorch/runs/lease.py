@@ -33,7 +33,7 @@ import json
 import posixpath
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import ConfigDict
 
@@ -112,11 +112,6 @@ class RepairLease:
         data = self.store.read_bytes(self.parts)
         record = None if data is None else self._parse(data)
         return None if record is None or record.owner is None else record
-
-    def holder(self) -> dict[str, Any] | None:
-        """``{"owner", "expires"}`` of :meth:`held`, or None when the lease is free."""
-        record = self.held()
-        return None if record is None else {"owner": record.owner, "expires": record.expires}
 
     # -- changing (conditional writes only) ------------------------------------------------
     def _conditional(self) -> ConditionalWrites:

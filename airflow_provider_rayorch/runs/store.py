@@ -305,16 +305,6 @@ class RunStore:
         found = (self.manifest_record(run_id, i) for i in sorted(self.committed(run_id)))
         return [m for m in found if m is not None]
 
-    def read_manifest(self, run_id: str, index: int) -> dict[str, Any] | None:
-        """Microbatch ``index``'s manifest as its lineage summary (JSON values, as XCom
-        holds it); :meth:`manifest_record` gives the typed record."""
-        record = self.manifest_record(run_id, index)
-        return None if record is None else record.to_dict()
-
-    def manifests(self, run_id: str) -> list[dict[str, Any]]:
-        """Every committed microbatch manifest as a lineage summary, by index."""
-        return [m.to_dict() for m in self.manifest_records(run_id)]
-
     def write_outputs(
         self,
         run_id: str,
@@ -441,11 +431,6 @@ class RunStore:
         """The run manifest record, None before the run task wrote it."""
         return self.read_record(paths.run_manifest(run_id), RunManifest)
 
-    def read_run_manifest(self, run_id: str) -> dict[str, Any] | None:
-        """The run manifest as the run's lineage summary (JSON values, as XCom holds it)."""
-        record = self.run_manifest_record(run_id)
-        return None if record is None else record.to_dict()
-
     def clear_run_manifest(self, run_id: str) -> None:
         """Forget a previous run manifest (a resumed run writes a new one)."""
         self.delete(paths.run_manifest(run_id))
@@ -467,11 +452,6 @@ class RunStore:
     def job_state_record(self, run_id: str) -> JobStateRecord | None:
         """The job-state record as last written, or None if never written."""
         return self.read_record(paths.job_state(run_id), JobStateRecord)
-
-    def read_job_state(self, run_id: str) -> dict[str, Any] | None:
-        """``{"job_status", "message", "at"}`` of :meth:`job_state_record`."""
-        record = self.job_state_record(run_id)
-        return None if record is None else record.to_dict()
 
 
 def read_summary_outputs(

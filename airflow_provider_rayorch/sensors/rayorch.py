@@ -286,7 +286,7 @@ class RayOrchMicrobatchSensor(MicrobatchLineage, _RunStoreSensor):
                     self._job, seen.status, self.index, self.run_id, self._why_ended()
                 )
             )
-        return PokeReturnValue(is_done=True, xcom_value=self._judge(seen.manifest, context))
+        return PokeReturnValue(is_done=True, xcom_value=self._judge(plain(seen.manifest), context))
 
     def execute_complete(
         self, context: Context, event: Mapping[str, Any] | str | None = None

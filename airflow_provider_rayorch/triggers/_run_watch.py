@@ -353,7 +353,7 @@ class RunWatcher:
         self._committed(set(await asyncio.to_thread(self.store.committed, run_id)))
         if self.driver_ended or not any(w.run_end for w in self.waiters):
             return
-        if await asyncio.to_thread(self.store.read_run_manifest, run_id) is not None:
+        if await asyncio.to_thread(self.store.run_manifest_record, run_id) is not None:
             self._driver_ended()
 
     async def _pause(self, wait: float) -> None:

@@ -27,7 +27,12 @@ from typing import TYPE_CHECKING, Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider_rayorch.common.job_end import ajob_end
-from airflow_provider_rayorch.common.job_watch import JobObservation, StoreFacts, observe
+from airflow_provider_rayorch.common.job_watch import (
+    JobObservation,
+    StoreFacts,
+    observe,
+    stamped,
+)
 from airflow_provider_rayorch.common.liveness import record_ended_without_manifest, record_stopped
 from airflow_provider_rayorch.common.log_relay import (
     STREAM_CLOSE_WAIT_S,
@@ -36,9 +41,10 @@ from airflow_provider_rayorch.common.log_relay import (
 from airflow_provider_rayorch.common.microbatch_story import log_microbatch, log_run
 from airflow_provider_rayorch.common.polling import COMMIT_LOOK_S, END_POLL_S, RetryPolicy
 from airflow_provider_rayorch.common.repair import ended_before_commit
-from airflow_provider_rayorch.common.states import JobStatus, with_job_status
+from airflow_provider_rayorch.common.states import JobStatus
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
 from airflow_provider_rayorch.rayorch.errors import UsageError
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.triggers._fields import DeclaredFields
 from airflow_provider_rayorch.triggers._run_watch import RunKey, Waiter, watching
 from airflow_provider_rayorch.triggers._task_end import failed_end, judged_end
@@ -233,7 +239,7 @@ class RayOrchJobTrigger(_RunTrigger):
                         seen = facts.committed
                         self.log.info("run %s: %d microbatch(es) committed", self.run_id, seen)
                     if facts.job_ended:
-                        manifest = await asyncio.to_thread(store.read_run_manifest, self.run_id)
+                        manifest = await asyncio.to_thread(store.run_manifest_record, self.run_id)
                         obs = observe(
                             facts.status,
                             StoreFacts(facts.committed, manifest),
@@ -264,18 +270,19 @@ class RayOrchJobTrigger(_RunTrigger):
 
     async def _unknown(self, store: Any, exc: Exception) -> JobObservation:
         """The observation when the job cannot be read (the retry budget ran out)."""
-        manifest = await asyncio.to_thread(store.read_run_manifest, self.run_id)
-        found = None if manifest is None else with_job_status(manifest)
+        manifest = await asyncio.to_thread(store.run_manifest_record, self.run_id)
+        found = None if manifest is None else stamped(manifest)
         return JobObservation(None, None, found, True, found is not None, str(exc))
 
     async def _run_end(self, store: Any, obs: JobObservation) -> TriggerEvent:
         """End the run sensor's task: judge the run manifest, or fail without one (and
         record how the job ended, for the UI)."""
         if obs.succeeded and obs.manifest is not None:
-            log_run(self.log, obs.manifest, self.run_id)  # the task ends here: say what it did
+            summary = plain(obs.manifest)
+            log_run(self.log, summary, self.run_id)  # the task ends here: say what it did
             return await judged_end(
                 self.task_instance,
-                obs.manifest,
+                summary,
                 self.max_failed_ratio,
                 what=f"run {self.run_id}",
                 log=self.log,
@@ -416,9 +423,9 @@ class RayOrchMicrobatchTrigger(_RunTrigger):
             while True:
                 await waiter.wait()
                 facts = waiter.facts()  # before the read: a commit then an end is a commit
-                manifest = await asyncio.to_thread(store.read_manifest, self.run_id, self.index)
+                manifest = await asyncio.to_thread(store.manifest_record, self.run_id, self.index)
                 if manifest is not None:
-                    yield await self._committed(manifest)
+                    yield await self._committed(plain(manifest))
                     return
                 if facts.error is not None:
                     yield self._not_committed(str(facts.error))

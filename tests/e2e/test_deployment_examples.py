@@ -31,6 +31,7 @@ from e2e_runs import (
 )
 from load import cpu_burners
 
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.store import RunStore, read_summary_outputs
 from airflow_provider_rayorch.workloads.samples import SAMPLE_DOCUMENTS, SAMPLE_VIDEOS
 
@@ -215,7 +216,7 @@ def test_minimal_example_through_the_scheduler(
     assert rows[0]["value"]["pages"] == 1
     assert [m["index"] for m in summary["microbatches"]] == list(range(6))
     # the summary is the run manifest plus the Airflow-side state and the job's status
-    manifest = RunStore(store).read_run_manifest(rayorch_run)
+    manifest = plain(RunStore(store).run_manifest_record(rayorch_run))
     assert manifest is not None
     assert summary == manifest | {
         "state": "success",

@@ -22,6 +22,7 @@ from e2e_helpers import ROOT
 from e2e_runs import all_task_logs, assert_no_secret, failure_digest, start_runs
 from s3_server import BUCKET, s3_server_fixture, start_s3_server  # noqa: F401 (a fixture)
 
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.conditional import ConditionalWritesUnsupported
 from airflow_provider_rayorch.runs.lease import RepairLease, RepairLeaseLost
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
@@ -62,14 +63,14 @@ def test_a_run_store_writes_reads_and_commits_on_s3(store: RunStore) -> None:
     assert uri == f"{store.uri}/r/outputs/mb-00000/out.parquet"
     store.commit_microbatch("r", 0, {"attempt": 1, "files": {"out": uri}})
     assert store.committed("r") == frozenset({0})
-    assert store.read_manifest("r", 0) == {"attempt": 1, "files": {"out": uri}}
+    assert plain(store.manifest_record("r", 0)) == {"attempt": 1, "files": {"out": uri}}
     rows = store.read_outputs("r")
     assert [(r["source"], r["outcome"], r["value"]) for r in rows] == [
         (0, "present", {"a": 1}),
         (1, "failed", None),
     ]
     store.write_run_manifest("r", {"state": "success"})
-    assert store.read_run_manifest("r") == {"state": "success"}
+    assert plain(store.run_manifest_record("r")) == {"state": "success"}
 
 
 def test_two_repairs_racing_for_a_free_lease_on_s3_never_both_win(store: RunStore) -> None:
@@ -86,7 +87,7 @@ def test_a_released_lease_is_free_again_on_s3(store: RunStore) -> None:
     assert not b.acquire()
     a.release()
     assert b.acquire()
-    assert b.holder()["owner"] == "b"
+    assert b.held().owner == "b"
 
 
 def test_renewing_a_lease_taken_over_on_s3_raises(store: RunStore) -> None:
@@ -106,7 +107,7 @@ def test_a_server_that_ignores_conditional_puts_gets_no_lease(tmp_path: Path) ->
             RepairLease(store, "r", "a").acquire()
         assert server.endpoint in str(err.value)
         assert server.secret_key not in str(err.value)
-        assert RepairLease(store, "r", "b").holder() is None  # nothing was taken
+        assert RepairLease(store, "r", "b").held() is None  # nothing was taken
     finally:
         server.stop()
 
@@ -186,7 +187,9 @@ def test_a_run_on_s3_is_killed_resumes_is_repaired_and_reported(
         "the submit task",
     )
     rid = rest.xcom(DAG_ID, run_id, "docs.submit", key="rayorch_run_id")
-    first = rest.wait(lambda: store.read_manifest(rid, 0), DEADLINE_S, "microbatch 0's manifest")
+    first = rest.wait(
+        lambda: plain(store.manifest_record(rid, 0)), DEADLINE_S, "microbatch 0's manifest"
+    )
     client = JobSubmissionClient(
         ray_head["address"], headers={"Authorization": f"Bearer {ray_token}"}
     )
@@ -203,8 +206,8 @@ def test_a_run_on_s3_is_killed_resumes_is_repaired_and_reported(
     tis = _ended(rest, run_id, "failed", _clear(rest, run_id, "docs.submit"))  # 4 failed
     assert (tis[(MB, 0)]["state"], tis[(MB, 1)]["state"]) == ("success", "failed")
     assert _calls(state) == [3, 4, 5]
-    assert store.read_manifest(rid, 0) == first  # untouched
-    red = store.read_manifest(rid, 1)
+    assert plain(store.manifest_record(rid, 0)) == first  # untouched
+    red = plain(store.manifest_record(rid, 1))
     assert [f["source"] for f in red["failures"]] == [4]
 
     # repair: the cleared microbatch takes the run's lease on S3 and re-runs source 4
@@ -213,9 +216,9 @@ def test_a_run_on_s3_is_killed_resumes_is_repaired_and_reported(
     tis = _ended(rest, run_id, "success", _clear(rest, run_id, (MB, 1)))
     assert tis[(MB, 1)]["try_number"] == 3  # a repair try after the resumed one
     assert _calls(state) == [4]
-    green = store.read_manifest(rid, 1)
+    green = plain(store.manifest_record(rid, 1))
     assert (green["state"], green["attempt"]) == ("success", 2)
-    assert RepairLease(store, rid, "test").holder() is None  # released
+    assert RepairLease(store, rid, "test").held() is None  # released
     rows = store.read_outputs(rid)
     assert [(r["source"], r["value"]) for r in rows] == [(i, i * 2) for i in range(6)]
 

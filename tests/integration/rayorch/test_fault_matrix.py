@@ -22,6 +22,7 @@ import ray
 import airflow_provider_rayorch.rayorch as ro
 from airflow_provider_rayorch.rayorch.execution.ray_backend import RayBackend
 from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.store import RunStore
 
 from . import fault_udfs as fu
@@ -478,7 +479,7 @@ def assert_resumed(store: RunStore, log_dir: Path, kept: frozenset[int]) -> None
     assert store.committed("run") == frozenset(range(N_SOURCES // 4))
     values = [r["value"] for r in store.read_outputs("run")]
     assert values == [i * i for i in range(N_SOURCES)]
-    summary = store.read_run_manifest("run")
+    summary = plain(store.run_manifest_record("run"))
     assert summary is not None
     assert summary["sources"]["present"] == N_SOURCES
     counts = ran(log_dir)
@@ -537,7 +538,7 @@ def test_driver_exception_then_resume(tmp_path: Path) -> None:
         within(START_S + 40, "driver that raises", driver.run_plan, store, "run")
     kept = store.committed("run")
     assert kept == frozenset({0, 1})
-    assert store.read_run_manifest("run") is None
+    assert store.run_manifest_record("run") is None
     gate.touch()
     within(START_S + 40, "resuming driver", driver.run_plan, store, "run")
     assert_resumed(store, log_dir, kept)

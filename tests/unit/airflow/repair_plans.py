@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from airflow_provider_rayorch.runs import driver, pipeline_load
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def write_finished_run(store_dir: Path | str, job_status: str | None = None) -> 
     )
     driver.run_plan(store, "run")
     if job_status is not None:
-        manifest = store.read_run_manifest("run")
+        manifest = plain(store.run_manifest_record("run"))
         assert manifest is not None
         store.write_run_manifest("run", {**manifest, "job_status": job_status})
     return store

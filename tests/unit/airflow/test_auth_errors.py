@@ -13,6 +13,7 @@ from structlog.testing import capture_logs
 
 from airflow_provider_rayorch.exceptions import RayOrchAuthError
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.store import RunStore
 
 pytestmark = pytest.mark.timeout(60)
@@ -99,7 +100,7 @@ def test_refused_submit_is_recorded_as_not_started(monkeypatch, token_api, tmp_p
     ti.xcom_push.side_effect = lambda key, value: pushed.__setitem__(key, value)
     with capture_logs() as logs, pytest.raises(RayOrchAuthError):
         op.execute({"ti": ti, "task_state_store": None})
-    state = RunStore(str(tmp_path / "runs")).read_job_state(pushed["rayorch_run_id"])
+    state = plain(RunStore(str(tmp_path / "runs")).job_state_record(pushed["rayorch_run_id"]))
     assert state is not None
     assert state["job_status"] == "NOT_STARTED"
     assert "HTTP 403" in state["message"]

@@ -17,6 +17,7 @@ import pytest
 
 from airflow_provider_rayorch.exceptions import RayOrchFailedRatioExceeded, RayOrchJobFailed
 from airflow_provider_rayorch.rayorch.summary import microbatch_summary
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.store import RunStore
 from airflow_provider_rayorch.runs.uris import driver_log_parts
 from airflow_provider_rayorch.sensors.rayorch import RayOrchMicrobatchSensor
@@ -107,7 +108,7 @@ def _execute_committed(tmp_path, logged):
 
 
 def _resume_on_worker(tmp_path, logged):
-    summary = RunStore(str(tmp_path)).read_manifest("r", 1)
+    summary = plain(RunStore(str(tmp_path)).manifest_record("r", 1))
     event = {"status": "committed", "index": 1, "summary": summary}
     sensor = _sensor(tmp_path, logged, deferrable=True, max_failed_ratio=1.0)
     return sensor.execute_complete(_ctx(), event)

@@ -13,6 +13,7 @@ from repair_plans import write_flaky_plan
 from airflow_provider_rayorch import job
 from airflow_provider_rayorch.rayorch.errors import DriverError
 from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.exit_codes import EXIT_PLAN_CHANGED
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def _first_run_with_failures(tmp_path: Path) -> tuple[RunStore, Path]:
 
 def test_a_repair_reruns_only_failed_sources_and_replaces_the_manifest(tmp_path: Path) -> None:
     store, state = _first_run_with_failures(tmp_path)
-    before = store.read_manifest("run", 0)
+    before = plain(store.manifest_record("run", 0))
     assert before["state"] == "failed"
     assert before["attempt"] == 1
     os.remove(state / "fail-1")
@@ -52,7 +53,7 @@ def test_a_repair_reruns_only_failed_sources_and_replaces_the_manifest(tmp_path:
     (manifest,) = driver.repair_plan(store, "run", "0")
 
     assert _calls(state) == [1, 1]  # both pages of source 1; PRESENT sources 0, 2: no call
-    assert manifest == store.read_manifest("run", 0)
+    assert manifest == plain(store.manifest_record("run", 0))
     assert manifest["state"] == "success"
     assert manifest["attempt"] == 2
     assert manifest["sources"] == {
@@ -70,7 +71,7 @@ def test_a_repair_reruns_only_failed_sources_and_replaces_the_manifest(tmp_path:
     assert json.loads(json.dumps(manifest)) == manifest
     rows = store.read_outputs("run")
     assert [r["value"] for r in rows] == [[0, 2], [20, 22], [40, 42], [60, 62], None, [100, 102]]
-    assert store.read_manifest("run", 1)["attempt"] == 1  # another microbatch: untouched
+    assert plain(store.manifest_record("run", 1))["attempt"] == 1  # another microbatch: untouched
 
 
 def test_a_source_that_still_fails_keeps_its_global_index_and_cause(tmp_path: Path) -> None:
@@ -91,7 +92,7 @@ def test_repair_all_and_the_whole_run_manifest(tmp_path: Path) -> None:
     manifests = driver.repair_plan(store, "run", "all", write_run_manifest=True)
     assert sorted(m["microbatch"]["index"] for m in manifests) == [0, 1]
     assert sorted(_calls(state)) == [1, 1, 4, 4]
-    run = store.read_run_manifest("run")
+    run = plain(store.run_manifest_record("run"))
     assert run["state"] == "success"
     assert run["sources"]["present"] == 6
 
@@ -112,7 +113,7 @@ def test_a_changed_udf_import_path_is_refused_naming_the_module(tmp_path: Path) 
     assert info.value.exit_code == EXIT_PLAN_CHANGED
     assert "module 'pages': udf changed from" in str(info.value)
     assert "repair_pipelines:OtherPages" in str(info.value)
-    assert store.read_manifest("run", 0)["attempt"] == 1  # nothing committed
+    assert plain(store.manifest_record("run", 0))["attempt"] == 1  # nothing committed
     assert _calls(state) == []
 
 
@@ -154,5 +155,5 @@ def test_a_repair_driver_leaves_the_run_state_record_to_the_run_driver(tmp_path:
     os.remove(state / "fail-1")
     argv = ["--run-store", store.uri, "--run-id", "run", "--repair", "0"]
     assert driver.main(argv) == 0
-    assert store.read_manifest("run", 0)["attempt"] == 2
+    assert plain(store.manifest_record("run", 0))["attempt"] == 2
     assert read_run_state_record(store, "run") == before

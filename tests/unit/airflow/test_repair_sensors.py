@@ -17,7 +17,8 @@ from airflow_provider_rayorch.exceptions import (
     RayOrchPlanChanged,
 )
 from airflow_provider_rayorch.runs import driver
-from airflow_provider_rayorch.runs.attempts import read_repair, write_repair
+from airflow_provider_rayorch.runs.attempts import repair_record, write_repair
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.lease import RepairLease
 from airflow_provider_rayorch.sensors.rayorch import RayOrchMicrobatchSensor, RayOrchRunSensor
 
@@ -79,10 +80,10 @@ def test_a_cleared_microbatch_repairs_and_returns_the_repaired_summary(failed_ru
     assert [a["state"] for a in summary["attempts"]] == ["failed", "success"]
     assert _calls(state) == [1, 1]
     assert "--repair 0" in cluster.entrypoints[-1]
-    record = read_repair(store, "r", 0)
+    record = plain(repair_record(store, "r", 0))
     assert record["status"] == "committed"
     assert record["job_id"] in cluster.codes
-    assert RepairLease(store, "r", "x").holder() is None  # released
+    assert RepairLease(store, "r", "x").held() is None  # released
 
 
 def test_an_automatic_retry_does_not_repair(failed_run) -> None:
@@ -101,9 +102,10 @@ def test_a_repair_with_another_udf_is_refused_saying_what_changed(failed_run) ->
     ctx, pushed = _ctx(try_number=2, max_tries=1)
     with pytest.raises(RayOrchPlanChanged, match="module 'pages': udf changed from"):
         _sensor(cluster, store, 0).execute(ctx)
-    assert read_repair(store, "r", 0)["status"] == "refused"
-    assert pushed["return_value"] == store.read_manifest("r", 0)  # the XCom keeps attempt 1
-    assert store.read_manifest("r", 0)["attempt"] == 1
+    assert plain(repair_record(store, "r", 0))["status"] == "refused"
+    manifest = plain(store.manifest_record("r", 0))
+    assert pushed["return_value"] == manifest  # the XCom keeps attempt 1
+    assert manifest["attempt"] == 1
 
 
 def test_a_repair_waits_for_the_lease_of_another_repair(failed_run) -> None:
@@ -145,7 +147,9 @@ def test_the_run_task_waits_for_a_running_repair_then_writes_the_run_manifest(
     assert summary["sources"]["present"] == 5  # source 1 repaired; source 4 not cleared
     assert [m.get("attempt", 1) for m in summary["microbatches"]] == [2, 1]
     assert {r["index"]: r["status"] for r in summary["repairs"]} == {0: "committed", 1: "failed"}
-    assert store.read_run_manifest("r") == {k: v for k, v in summary.items() if k != "job_status"}
+    assert plain(store.run_manifest_record("r")) == {
+        k: v for k, v in summary.items() if k != "job_status"
+    }
     asked = [c.args[0] for c in cluster.hook.get_job_info.call_args_list]
     assert "first-job" not in asked
 
@@ -160,7 +164,7 @@ def test_a_repair_waits_for_an_orphaned_earlier_repair_job(failed_run) -> None:
     with pytest.raises(RayOrchJobFailed, match="earlier repair job orphan"):
         _sensor(cluster, store, 0, timeout=0).execute(ctx)
     assert cluster.entrypoints == []
-    assert RepairLease(store, "r", "x").holder() is None  # given back on the way out
+    assert RepairLease(store, "r", "x").held() is None  # given back on the way out
 
 
 def test_a_refused_repair_is_in_the_stored_report(failed_run) -> None:

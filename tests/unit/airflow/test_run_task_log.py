@@ -33,7 +33,12 @@ def _run_manifest(store: RunStore) -> None:
     store.commit_microbatch("r", 1, _manifest(FAILURES))
     clean = {**_manifest([]), "microbatch": {"index": 0, "first_source": 0, "count": 4}}
     store.commit_microbatch("r", 0, clean)
-    summary = run_summary(store.manifests("r"), elapsed_s=7.25, run_id="r", max_failed_ratio=0.3)
+    summary = run_summary(
+        [m.to_dict() for m in store.manifest_records("r")],
+        elapsed_s=7.25,
+        run_id="r",
+        max_failed_ratio=0.3,
+    )
     store.write_run_manifest("r", summary)
 
 

@@ -14,6 +14,7 @@ from airflow_provider_rayorch.operators.microbatch import (
     rayorch_microbatch_group,
 )
 from airflow_provider_rayorch.rayorch.errors import UsageError
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.store import RunStore
 from airflow_provider_rayorch.sensors.rayorch import RayOrchRunSensor
 
@@ -73,7 +74,7 @@ def test_submit_refuses_more_microbatches_than_max_map_length_before_submitting(
     assert "input_batch_size=3" in message  # the smallest that fits: ceil(9 / 4)
     hook.submit_job.assert_not_called()
     # the run task's error repeats why no job started
-    state = RunStore(str(tmp_path)).read_job_state(op._run_id(ctx))
+    state = plain(RunStore(str(tmp_path)).job_state_record(op._run_id(ctx)))
     assert state is not None
     assert state["job_status"] == "NOT_STARTED"
     assert "max_map_length" in state["message"]
@@ -105,7 +106,7 @@ def test_submit_over_max_map_length_keeps_a_run_a_job_already_ran(
     with pytest.raises(RayOrchPermanentError, match="3 microbatches"):
         op.execute(_context()[0])
     assert store.read_plan(run_id) == plan
-    assert store.read_job_state(run_id)["job_status"] == "RUNNING"
+    assert plain(store.job_state_record(run_id))["job_status"] == "RUNNING"
     hook.submit_job.assert_called_once()
 
 

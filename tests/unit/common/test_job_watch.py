@@ -1,9 +1,7 @@
 """The one job watch: a table of job status and store facts to observation, and its
-sync and async drivers over a real run store."""
+driver over a real run store."""
 
 from __future__ import annotations
-
-import asyncio
 
 import pytest
 
@@ -14,6 +12,8 @@ from airflow_provider_rayorch.common.job_watch import (
     observe,
 )
 from airflow_provider_rayorch.common.states import JobStatus
+from airflow_provider_rayorch.runs.boundary import plain
+from airflow_provider_rayorch.runs.records import MicrobatchManifest, RunManifest
 from airflow_provider_rayorch.runs.store import RunStore
 
 pytestmark = pytest.mark.timeout(60)
@@ -21,6 +21,8 @@ pytestmark = pytest.mark.timeout(60)
 SOURCES = {"total": 1, "present": 1, "dropped": 0, "failed": 0, "suppressed": 0}
 RUN = {"run_id": "r", "state": "success", "sources": SOURCES, "failures": []}
 MB = {**RUN, "microbatch": {"index": 0, "first_source": 0, "count": 1}}
+RUN_RECORD = RunManifest.model_validate(RUN)
+MB_RECORD = MicrobatchManifest.model_validate(MB)
 S = JobStatus
 
 
@@ -29,30 +31,30 @@ S = JobStatus
     [
         pytest.param(S.PENDING, StoreFacts(0), False, False, False, id="run-pending"),
         pytest.param(
-            S.RUNNING, StoreFacts(2, RUN), False, False, False, id="run-manifest-job-running"
+            S.RUNNING, StoreFacts(2, RUN_RECORD), False, False, False, id="run-manifest-job-running"
         ),
-        pytest.param(S.SUCCEEDED, StoreFacts(3, RUN), False, True, True, id="run-succeeded"),
+        pytest.param(S.SUCCEEDED, StoreFacts(3, RUN_RECORD), False, True, True, id="run-succeeded"),
         pytest.param(
             S.SUCCEEDED, StoreFacts(3), False, True, False, id="run-succeeded-no-manifest"
         ),
         pytest.param(
-            S.MISSING, StoreFacts(None, RUN), False, True, True, id="run-head-gone-manifest"
+            S.MISSING, StoreFacts(None, RUN_RECORD), False, True, True, id="run-head-gone-manifest"
         ),
         pytest.param(S.MISSING, StoreFacts(), False, True, False, id="run-head-gone-no-manifest"),
         pytest.param(
-            S.FAILED, StoreFacts(1, RUN), False, True, False, id="run-failed-after-manifest"
+            S.FAILED, StoreFacts(1, RUN_RECORD), False, True, False, id="run-failed-after-manifest"
         ),
         pytest.param(S.STOPPED, StoreFacts(1), False, True, False, id="run-stopped"),
         pytest.param(None, StoreFacts(), False, False, False, id="run-no-job"),
         pytest.param(
-            S.RUNNING, StoreFacts(None, MB), True, True, True, id="mb-committed-job-running"
+            S.RUNNING, StoreFacts(None, MB_RECORD), True, True, True, id="mb-committed-job-running"
         ),
-        pytest.param(None, StoreFacts(None, MB), True, True, True, id="mb-committed-no-job"),
+        pytest.param(None, StoreFacts(None, MB_RECORD), True, True, True, id="mb-committed-no-job"),
         pytest.param(S.RUNNING, StoreFacts(), True, False, False, id="mb-waiting"),
         pytest.param(None, StoreFacts(), True, False, False, id="mb-waiting-no-job"),
         pytest.param(S.SUCCEEDED, StoreFacts(), True, True, False, id="mb-job-ended-without-it"),
         pytest.param(
-            S.FAILED, StoreFacts(None, MB), True, True, True, id="mb-committed-job-failed"
+            S.FAILED, StoreFacts(None, MB_RECORD), True, True, True, id="mb-committed-job-failed"
         ),
     ],
 )
@@ -64,7 +66,7 @@ def test_observe(status, facts, microbatch, ended, succeeded) -> None:
     if succeeded and not microbatch:
         assert seen.manifest is not None
         # the status read, never SUCCEEDED by default (common.states.with_job_status)
-        assert seen.manifest["job_status"] == status.value
+        assert plain(seen.manifest)["job_status"] == status.value
 
 
 @pytest.mark.parametrize(
@@ -77,17 +79,17 @@ def test_observe(status, facts, microbatch, ended, succeeded) -> None:
 def test_a_caller_whose_manifest_may_predate_the_job_trusts_only_succeeded(
     status, succeeded
 ) -> None:
-    seen = observe(status, StoreFacts(1, RUN), job_must_succeed=True)
+    seen = observe(status, StoreFacts(1, RUN_RECORD), job_must_succeed=True)
     assert seen.ended
     assert seen.succeeded is succeeded
 
 
 def test_a_run_manifest_keeps_its_own_job_status() -> None:
     """The operator used to overwrite it with SUCCEEDED; with_job_status keeps it."""
-    manifest = {**RUN, "job_status": "STOPPED"}
+    manifest = RunManifest.model_validate({**RUN, "job_status": "STOPPED"})
     seen = observe(S.SUCCEEDED, StoreFacts(1, manifest))
     assert seen.manifest is not None
-    assert seen.manifest["job_status"] == "STOPPED"
+    assert plain(seen.manifest)["job_status"] == "STOPPED"
 
 
 @pytest.mark.parametrize(
@@ -122,27 +124,8 @@ def test_the_sync_driver_reads_the_job_then_the_store_and_writes_nothing(tmp_pat
     )  # fmt: skip
     seen = watch.look()
     assert (seen.status, seen.committed, seen.ended) == (S.RUNNING, 2, False)
-    assert store.read_job_state("r") is None  # the driver owns the run's records
+    assert store.job_state_record("r") is None  # the driver owns the run's records
     assert watch.last_read == {"status": "RUNNING"}
-
-
-def test_the_async_driver_sees_what_the_sync_one_sees(tmp_path) -> None:
-    store = _store(tmp_path, committed=1, run_manifest=True)
-
-    async def read() -> dict[str, str]:
-        return {"status": "SUCCEEDED", "message": "done"}
-
-    watch = JobWatch(
-        store=store, run_id="r", job_id="j", read_job=read, interval=0.0, count_commits=True
-    )
-    seen = asyncio.run(watch.alook())
-    sync = JobWatch(
-        store=store, run_id="r", job_id="j", read_job=lambda: {"status": "SUCCEEDED",
-        "message": "done"}, interval=0.0, count_commits=True,
-    ).look()  # fmt: skip
-    assert seen == sync
-    assert seen.succeeded
-    assert seen.message == "done"
 
 
 def test_a_committed_microbatch_ends_the_watch_without_asking_ray(tmp_path) -> None:
@@ -156,4 +139,4 @@ def test_a_committed_microbatch_ends_the_watch_without_asking_ray(tmp_path) -> N
     ).look()
     assert seen.succeeded
     assert seen.manifest is not None
-    assert seen.manifest["microbatch"]["index"] == 0
+    assert plain(seen.manifest)["microbatch"]["index"] == 0

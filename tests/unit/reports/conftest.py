@@ -84,7 +84,10 @@ def make_run(
         store.write_run_manifest(
             run_id,
             run_summary(
-                store.manifests(run_id), elapsed_s=4.25, run_id=run_id, max_failed_ratio=0.5
+                [m.to_dict() for m in store.manifest_records(run_id)],
+                elapsed_s=4.25,
+                run_id=run_id,
+                max_failed_ratio=0.5,
             ),
         )
     return store

@@ -41,7 +41,11 @@ def plant(root: Path, *, finished: bool = True) -> RunStore:
         pipeline=f"pkg.mod:{PAYLOAD}",
     )
     if finished:
-        summary = run_summary(store.manifests(RUN_PAYLOAD), elapsed_s=1.0, run_id=RUN_PAYLOAD)
+        summary = run_summary(
+            [m.to_dict() for m in store.manifest_records(RUN_PAYLOAD)],
+            elapsed_s=1.0,
+            run_id=RUN_PAYLOAD,
+        )
         store.write_run_manifest(RUN_PAYLOAD, summary)
     write_repair(store, RUN_PAYLOAD, 1, attempt=2, status="refused", job_id=PAYLOAD,
                  message=PAYLOAD)  # fmt: skip

@@ -11,6 +11,7 @@ import pytest
 from airflow_provider_rayorch.rayorch.summary import run_summary
 from airflow_provider_rayorch.reports import read_run_state, render_run_report, write_run_report
 from airflow_provider_rayorch.runs.attempts import write_repair
+from airflow_provider_rayorch.runs.boundary import plain
 
 from .conftest import RUN, make_run, make_timeline
 from .test_report import parse
@@ -27,7 +28,7 @@ REFUSAL = "plan changed: the UDF import path of stage 'ocr' is pkg.b:Ocr, was pk
 
 def _repair_mb0(store: RunStore) -> None:
     """What a committed repair of microbatch 0 (source 3 failed, now present) leaves."""
-    old = store.read_manifest(RUN, 0)
+    old = plain(store.manifest_record(RUN, 0))
     assert old is not None
     rows = [("present", None, {"text": f"t{s}"}) for s in range(4)]
     files = {"out": store.write_outputs(RUN, 0, "out", 0, rows, attempt=2)}
@@ -74,14 +75,19 @@ def repaired(tmp_path: Path) -> tuple[RunStore, str]:
     """A finished run whose report was written, then mb 0 repaired and mb 1 refused
     (the run task has not rewritten the run manifest yet)."""
     store = make_run(tmp_path / "runs", max_failed_ratio=0.1)
-    summary = run_summary(store.manifests(RUN), elapsed_s=4.0, run_id=RUN, max_failed_ratio=0.1)
+    summary = run_summary(
+        [m.to_dict() for m in store.manifest_records(RUN)],
+        elapsed_s=4.0,
+        run_id=RUN,
+        max_failed_ratio=0.1,
+    )
     store.write_run_manifest(RUN, summary)
     assert read_run_state(store, RUN).state == "failed"  # 2 of 10 sources > 0.1
     timeline, calls, timings = make_timeline()
     write_run_report(store, RUN, timeline, calls, microbatches=timings)
     before = parse(render_run_report(store, RUN)).rows["microbatch-table"][1]
     assert before[2] == "failed"  # mb 0 had a failed source
-    stored = store.read_job_state(RUN)
+    stored = plain(store.job_state_record(RUN))
     _repair_mb0(store)
     return store, "" if stored is None else str(stored)
 

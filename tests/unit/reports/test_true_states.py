@@ -303,7 +303,12 @@ def test_a_finished_run_never_says_its_job_runs(
     record_submitted(store, RUN, job)  # the submit
     _age(store, hours=0.1)
     make_run(tmp_path, finished=False, max_failed_ratio=ratio)  # the job's commits
-    summary = run_summary(store.manifests(RUN), elapsed_s=1.0, run_id=RUN, max_failed_ratio=ratio)
+    summary = run_summary(
+        [m.to_dict() for m in store.manifest_records(RUN)],
+        elapsed_s=1.0,
+        run_id=RUN,
+        max_failed_ratio=ratio,
+    )
     store.write_run_manifest(RUN, summary)
     timeline, calls, timings = make_timeline()
     write_run_report(store, RUN, timeline, calls, microbatches=timings)  # the driver's last

@@ -51,11 +51,11 @@ def race_for_a_free_lease(store: RunStore, run_id: str, racers: int, rounds: int
             for lease, ok in zip(leases, _together([x.acquire for x in leases]), strict=True)
             if ok
         ]
-        assert [w.owner for w in won] == [(leases[0].holder() or {}).get("owner")], (
+        assert [w.owner for w in won] == [getattr(leases[0].held(), "owner", None)], (
             f"round {n}: {len(won)} winners: {[w.owner for w in won]}"
         )
         won[0].release()
-        assert leases[0].holder() is None
+        assert leases[0].held() is None
 
 
 def race_for_an_expired_lease(store: RunStore, run_id: str, racers: int, rounds: int) -> None:
@@ -67,11 +67,11 @@ def race_for_an_expired_lease(store: RunStore, run_id: str, racers: int, rounds:
         leases = [RepairLease(store, run_id, f"round {n} racer {i}") for i in range(racers)]
         results = _together([dead.release, *(x.acquire for x in leases)])
         won = [lease for lease, ok in zip(leases, results[1:], strict=True) if ok]
-        holder = leases[0].holder()
+        holder = leases[0].held()
         assert len(won) <= 1, f"round {n}: {len(won)} winners: {[w.owner for w in won]}"
         if won:  # the release may come first: the lease is then free, not expired
             assert holder is not None, f"round {n}: the late release removed {won[0].owner}"
-            assert holder["owner"] == won[0].owner
+            assert holder.owner == won[0].owner
             won[0].release()
         else:
             assert holder is None, f"round {n}: nobody won, yet {holder} holds the lease"

@@ -16,6 +16,7 @@ from airflow_provider_rayorch.runs.attempt_claims import (
     claim_attempt,
     read_claim,
 )
+from airflow_provider_rayorch.runs.boundary import plain
 
 from ..airflow.test_repair_driver import _first_run_with_failures
 
@@ -70,14 +71,14 @@ def test_an_unversioned_claim_still_reads_and_a_newer_one_is_refused(tmp_path: P
 
 def test_a_manifest_is_replaced_only_over_the_version_read(tmp_path: Path) -> None:
     store, _ = _first_run_with_failures(tmp_path)
-    manifest = store.read_manifest("run", 0)
+    manifest = plain(store.manifest_record("run", 0))
     version = store.manifest_version("run", 0)
     assert version is not None
     newer = {**manifest, "committed_at": "2026-12-02T00:00:00+00:00"}
     assert store.replace_manifest("run", 0, newer, version)
     stale = {**manifest, "committed_at": "1999-01-01T00:00:00+00:00"}
     assert not store.replace_manifest("run", 0, stale, version)  # someone replaced it
-    assert store.read_manifest("run", 0)["committed_at"] == newer["committed_at"]
+    assert plain(store.manifest_record("run", 0))["committed_at"] == newer["committed_at"]
 
 
 def test_a_repair_of_an_attempt_another_repair_claimed_writes_nothing(tmp_path: Path) -> None:
@@ -85,13 +86,13 @@ def test_a_repair_of_an_attempt_another_repair_claimed_writes_nothing(tmp_path: 
     claim stands in for the successor) is refused before it writes a file."""
     store, state = _first_run_with_failures(tmp_path)
     os.remove(state / "fail-1")
-    before = store.read_manifest("run", 0)
+    before = plain(store.manifest_record("run", 0))
     claim_attempt(store, "run", 0, 2, owner="successor")
 
     with pytest.raises(AttemptConflict, match="already claimed"):
         driver.repair_plan(store, "run", "0")
 
-    assert store.read_manifest("run", 0) == before
+    assert plain(store.manifest_record("run", 0)) == before
     assert not (tmp_path / "store" / "run" / "outputs" / "mb-00000" / "attempt-2").exists()
 
 
@@ -102,7 +103,7 @@ def test_a_repair_whose_manifest_changed_meanwhile_does_not_commit(
     refused and the other's manifest stays."""
     store, state = _first_run_with_failures(tmp_path)
     os.remove(state / "fail-1")
-    other = {**store.read_manifest("run", 0), "committed_at": "by the other repair"}
+    other = {**plain(store.manifest_record("run", 0)), "committed_at": "by the other repair"}
     real_claim = claim_attempt
 
     def claim_then_other_commits(*args, **kwargs) -> None:
@@ -116,4 +117,4 @@ def test_a_repair_whose_manifest_changed_meanwhile_does_not_commit(
     with pytest.raises(AttemptConflict, match="its manifest changed while this repair ran"):
         driver.repair_plan(store, "run", "0")
 
-    assert store.read_manifest("run", 0)["committed_at"] == "by the other repair"
+    assert plain(store.manifest_record("run", 0))["committed_at"] == "by the other repair"

@@ -82,9 +82,9 @@ def test_a_conflicting_conditional_create_makes_the_repair_wait_and_take_the_lea
         repair.acquire()
     assert _lock_puts(front) == [("If-None-Match", 409), ("If-None-Match", 200)]
     assert "Repair waits for the run's repair lease, held by None" in caplog.text
-    assert repair.lease.holder()["owner"] == "dag/run/submit[0] try 2"  # type: ignore[index]
+    assert repair.lease.held().owner == "dag/run/submit[0] try 2"  # type: ignore[union-attr]
     repair.release()
-    assert repair.lease.holder() is None
+    assert repair.lease.held() is None
 
 
 def test_a_conflicting_conditional_replace_refuses_the_takeover_once(
@@ -96,9 +96,9 @@ def test_a_conflicting_conditional_replace_refuses_the_takeover_once(
     second = RepairLease(store, "r", "second")
     front.script(409, "ConditionalRequestConflict", key_suffix=LOCK, header="If-Match")
     assert not second.acquire()
-    assert second.holder() is None  # the refused write changed nothing
+    assert second.held() is None  # the refused write changed nothing
     assert second.acquire()
-    assert second.holder()["owner"] == "second"  # type: ignore[index]
+    assert second.held().owner == "second"  # type: ignore[union-attr]
     assert _lock_puts(front)[-2:] == [("If-Match", 409), ("If-Match", 200)]
 
 
@@ -128,4 +128,4 @@ def test_a_server_without_conditional_replaces_refuses_the_release_naming_the_fi
     front.script(501, "NotImplemented", key_suffix=LOCK, header="If-Match")
     with pytest.raises(ConditionalWritesUnsupported, match="does not implement conditional PUTs"):
         lease.release()
-    assert lease.holder()["owner"] == "a"  # type: ignore[index]
+    assert lease.held().owner == "a"  # type: ignore[union-attr]

@@ -4,6 +4,7 @@ import pytest
 
 from airflow_provider_rayorch import job
 from airflow_provider_rayorch.runs import driver, exit_codes, pipeline_load
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 from tests.unit.runs.plans import write_fake_plan
 
@@ -41,11 +42,11 @@ def test_run_writes_outputs_manifests_and_run_manifest(tmp_path, fake_engine) ->
     }
     assert summary["failures"] == [{"source": 4, "outcome": "failed", "cause": "doc[4]: poisoned"}]
     assert [m["index"] for m in summary["microbatches"]] == [0, 1, 2]
-    manifest = store.read_manifest("run", 1)
+    manifest = plain(store.manifest_record("run", 1))
     assert manifest["run_id"] == "run"
     assert manifest["pipeline"] == "fake_pipelines:Square"
     assert manifest["outputs"]["uri"].endswith("mb-00001")
-    assert store.read_run_manifest("run") == summary
+    assert plain(store.run_manifest_record("run")) == summary
     rows = store.read_outputs("run")
     assert [r["value"] for r in rows] == [0, 1, 4, 9, None, 25, 36]
 
@@ -56,7 +57,7 @@ def test_restart_skips_committed_microbatches(tmp_path, fake_engine, monkeypatch
     with pytest.raises(fake_engine.CrashAfter):
         driver.run_plan(store, "run")
     assert store.committed("run") == frozenset({0, 1})
-    assert store.read_run_manifest("run") is None
+    assert store.run_manifest_record("run") is None
     monkeypatch.setattr(fake_engine.FakeExecutor, "crash_after", None)
     driver.run_plan(store, "run")
     assert fake_engine.RAN == [0, 1, 2, 3, 4]  # nothing recomputed, nothing duplicated
@@ -123,7 +124,7 @@ def test_several_output_ports_get_one_file_each(tmp_path) -> None:
         tmp_path, "engine_pipelines:TwoOutputs", list(range(7)), input_batch_size=4
     )
     driver.run_plan(store, "run")
-    manifest = store.read_manifest("run", 0)
+    manifest = plain(store.manifest_record("run", 0))
     ports = manifest["outputs"]["ports"]
     assert len(ports) == 2
     first, second = ports

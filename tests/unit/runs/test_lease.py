@@ -38,11 +38,11 @@ def test_the_lease_has_one_holder_at_a_time(store: RunStore) -> None:
     assert a.acquire()
     assert a.acquire()  # ours already
     assert not b.acquire()
-    assert b.holder()["owner"] == "a"
+    assert b.held().owner == "a"
     b.release()  # not ours: no effect
     assert not b.acquire()
     a.release()
-    assert b.holder() is None
+    assert b.held() is None
     assert b.acquire()
     assert not a.acquire()
 
@@ -52,7 +52,7 @@ def test_an_expired_lease_is_taken_over(store: RunStore) -> None:
     assert dead.acquire()
     alive = RepairLease(store, "r", "alive")
     assert alive.acquire()
-    assert alive.holder()["owner"] == "alive"
+    assert alive.held().owner == "alive"
 
 
 def test_a_late_release_leaves_the_successors_lease(store: RunStore) -> None:
@@ -61,7 +61,7 @@ def test_a_late_release_leaves_the_successors_lease(store: RunStore) -> None:
     alive = RepairLease(store, "r", "alive")
     assert alive.acquire()
     dead.release()
-    assert alive.holder()["owner"] == "alive"
+    assert alive.held().owner == "alive"
     assert not RepairLease(store, "r", "third").acquire()
 
 
@@ -94,7 +94,9 @@ def test_a_lease_written_before_records_had_versions_is_read(
 ) -> None:
     _lock(tmp_path).parent.mkdir(parents=True)
     _lock(tmp_path).write_text(json.dumps({"owner": "old", "expires": 0.0}))
-    assert RepairLease(store, "r", "new").holder() == {"owner": "old", "expires": 0.0}
+    held = RepairLease(store, "r", "new").held()
+    assert held is not None
+    assert (held.owner, held.expires) == ("old", 0.0)
     assert RepairLease(store, "r", "new").acquire()  # expired: taken over
 
 
@@ -134,14 +136,14 @@ def test_a_lease_that_is_not_json_is_refused_naming_its_file(
     _lock(tmp_path).parent.mkdir(parents=True)
     _lock(tmp_path).write_text("{not json")
     with pytest.raises(StoreError, match=r"repair lease .*r/locks/repair.json is not JSON"):
-        RepairLease(store, "r", "new").holder()
+        RepairLease(store, "r", "new").held()
 
 
 def test_a_store_without_conditional_writes_refuses_to_take_a_lease(tmp_path: Path) -> None:
     store = RunStore(str(tmp_path))
     store.fs = pafs.PyFileSystem(pafs.FSSpecHandler(fsspec.filesystem("memory")))
     lease = RepairLease(store, "r", "a")
-    assert lease.holder() is None  # reading works on any store
+    assert lease.held() is None  # reading works on any store
     with pytest.raises(ConditionalWritesUnsupported, match="needs conditional writes") as err:
         lease.acquire()
     assert "local disks and S3" in str(err.value)

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from airflow_provider_rayorch.rayorch.errors import RayOrchError, StoreError
-from airflow_provider_rayorch.runs.attempts import read_repair, read_repairs, write_repair
+from airflow_provider_rayorch.runs.attempts import repair_record, repair_records, write_repair
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 if TYPE_CHECKING:
@@ -42,22 +43,22 @@ MANIFEST = {
 # (file under the run, how to read it)
 READERS: list[Any] = [
     pytest.param("plan.json", lambda s: s.read_plan("r"), id="plan"),
-    pytest.param("manifests/mb-00000.json", lambda s: s.read_manifest("r", 0), id="manifest"),
-    pytest.param("manifests/mb-00000.json", lambda s: s.manifests("r"), id="manifests"),
-    pytest.param("run.json", lambda s: s.read_run_manifest("r"), id="run-manifest"),
-    pytest.param("job_state.json", lambda s: s.read_job_state("r"), id="job-state"),
-    pytest.param("repairs/mb-00000.json", lambda s: read_repair(s, "r", 0), id="repair"),
-    pytest.param("repairs/mb-00000.json", lambda s: read_repairs(s, "r"), id="repairs"),
+    pytest.param("manifests/mb-00000.json", lambda s: s.manifest_record("r", 0), id="manifest"),
+    pytest.param("manifests/mb-00000.json", lambda s: s.manifest_records("r"), id="manifests"),
+    pytest.param("run.json", lambda s: s.run_manifest_record("r"), id="run-manifest"),
+    pytest.param("job_state.json", lambda s: s.job_state_record("r"), id="job-state"),
+    pytest.param("repairs/mb-00000.json", lambda s: repair_record(s, "r", 0), id="repair"),
+    pytest.param("repairs/mb-00000.json", lambda s: repair_records(s, "r"), id="repairs"),
 ]
 
 
 #: file under the run -> how to read it
 READ: dict[str, Callable[[RunStore], Any]] = {
     "plan.json": lambda s: s.read_plan("r"),
-    "manifests/mb-00000.json": lambda s: s.read_manifest("r", 0),
-    "run.json": lambda s: s.read_run_manifest("r"),
-    "job_state.json": lambda s: s.read_job_state("r"),
-    "repairs/mb-00000.json": lambda s: read_repair(s, "r", 0),
+    "manifests/mb-00000.json": lambda s: s.manifest_record("r", 0),
+    "run.json": lambda s: s.run_manifest_record("r"),
+    "job_state.json": lambda s: s.job_state_record("r"),
+    "repairs/mb-00000.json": lambda s: repair_record(s, "r", 0),
 }
 
 
@@ -182,11 +183,11 @@ def test_records_written_before_schema_versions_still_read(tmp_path: Path) -> No
     assert plan is not None
     assert plan.version == 1
     assert plan.columns() == [[1, 2]]
-    assert store.read_manifest("r", 0) == MANIFEST
-    assert store.read_run_manifest("r") == {**MANIFEST, "microbatches": []}
-    assert store.read_job_state("r") == job_state
-    assert read_repair(store, "r", 0) == repair
-    assert read_repairs(store, "r") == [repair]
+    assert plain(store.manifest_record("r", 0)) == MANIFEST
+    assert plain(store.run_manifest_record("r")) == {**MANIFEST, "microbatches": []}
+    assert plain(store.job_state_record("r")) == job_state
+    assert plain(repair_record(store, "r", 0)) == repair
+    assert [r.to_dict() for r in repair_records(store, "r")] == [repair]
 
 
 def test_written_records_carry_their_schema_version_and_read_back_unchanged(
@@ -198,8 +199,8 @@ def test_written_records_carry_their_schema_version_and_read_back_unchanged(
     write_repair(store, "r", 0, attempt=2, job_id="j", status="running", owner="ti")
     for name in ("manifests/mb-00000.json", "run.json", "repairs/mb-00000.json"):
         assert json.loads((tmp_path / "r" / name).read_text())["schema_version"] == 1
-    assert store.read_manifest("r", 0) == MANIFEST
-    assert store.read_run_manifest("r")["extra_key"] == {"grows": True}  # type: ignore[index]
+    assert plain(store.manifest_record("r", 0)) == MANIFEST
+    assert plain(store.run_manifest_record("r"))["extra_key"] == {"grows": True}  # type: ignore[index]
 
 
 def test_a_summary_that_breaks_the_contract_is_refused_on_write(tmp_path: Path) -> None:
@@ -208,7 +209,7 @@ def test_a_summary_that_breaks_the_contract_is_refused_on_write(tmp_path: Path) 
         store.commit_microbatch("r", 0, {**MANIFEST, "sources": {"total": "two"}})
     with pytest.raises(StoreError, match=r"status.*nothing was written"):
         write_repair(store, "r", 0, attempt=2, status="half-done")
-    assert read_repair(store, "r", 0) is None
+    assert repair_record(store, "r", 0) is None
     assert store.committed("r") == frozenset()
 
 

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.store import (
     ENCODING_KEY,
     PlanRecord,
@@ -97,7 +98,7 @@ def test_commit_is_atomic_and_defines_committed(tmp_path) -> None:
     store.commit_microbatch("r1", 0, {"x": 1})
     store.commit_microbatch("r1", 2, {"x": 2})
     assert store.committed("r1") == frozenset({0, 2})
-    assert store.read_manifest("r1", 2) == {"x": 2}
+    assert plain(store.manifest_record("r1", 2)) == {"x": 2}
     leftovers = [n for n in os.listdir(tmp_path / "r1" / "manifests") if ".tmp-" in n]
     assert leftovers == []
     assert store.committed("missing") == frozenset()
@@ -106,9 +107,9 @@ def test_commit_is_atomic_and_defines_committed(tmp_path) -> None:
 def test_run_manifest_and_delete(tmp_path) -> None:
     store = RunStore(str(tmp_path))
     store.write_run_manifest("r1", {"state": "success"})
-    assert store.read_run_manifest("r1") == {"state": "success"}
+    assert plain(store.run_manifest_record("r1")) == {"state": "success"}
     store.clear_run_manifest("r1")
-    assert store.read_run_manifest("r1") is None
+    assert store.run_manifest_record("r1") is None
     store.delete_run("r1")
     assert not (tmp_path / "r1").exists()
 
@@ -164,10 +165,10 @@ def test_outputs_roundtrip_any_json_values(tmp_path_factory, values) -> None:
 
 def test_job_state_roundtrip(tmp_path) -> None:
     store = RunStore(str(tmp_path))
-    assert store.read_job_state("r1") is None
+    assert store.job_state_record("r1") is None
     before = datetime.now(UTC)
     store.write_job_state("r1", "not_started", "submit refused: HTTP 401")
-    state = store.read_job_state("r1")
+    state = plain(store.job_state_record("r1"))
     assert state is not None
     assert state["job_status"] == "NOT_STARTED"
     assert state["message"] == "submit refused: HTTP 401"
@@ -175,7 +176,7 @@ def test_job_state_roundtrip(tmp_path) -> None:
     assert at.utcoffset() == timedelta(0)
     assert at >= before - timedelta(seconds=1)
     store.write_job_state("r1", "FAILED")
-    later = store.read_job_state("r1")
+    later = plain(store.job_state_record("r1"))
     assert later is not None
     assert (later["job_status"], later["message"]) == ("FAILED", None)
     # beside the run's other records, no temporary files left over
@@ -196,7 +197,7 @@ def test_job_state_roundtrip(tmp_path) -> None:
 def test_job_state_message_never_carries_a_token(tmp_path, message: str) -> None:
     store = RunStore(str(tmp_path))
     store.write_job_state("r1", "NOT_STARTED", message)
-    state = store.read_job_state("r1")
+    state = plain(store.job_state_record("r1"))
     assert state is not None
     assert "s3cr3t" not in state["message"]
     assert "s3cr3t" not in (tmp_path / "r1" / "job_state.json").read_text()
@@ -207,7 +208,7 @@ def test_job_state_keeps_harmless_messages_and_rejects_unknown_status(tmp_path) 
     store = RunStore(str(tmp_path))
     text = "Missing authentication token; set the connection's password"
     store.write_job_state("r1", "STOPPED", text)
-    assert store.read_job_state("r1")["message"] == text  # type: ignore[index]
+    assert plain(store.job_state_record("r1"))["message"] == text  # type: ignore[index]
     with pytest.raises(ValueError, match="unknown Ray job status 'DONE'"):
         store.write_job_state("r1", "DONE")
 
@@ -217,4 +218,4 @@ def test_job_state_unreadable_record_names_the_file(tmp_path) -> None:
     (tmp_path / "r1").mkdir()
     (tmp_path / "r1" / "job_state.json").write_text("{not json")
     with pytest.raises(StoreError, match=r"r1/job_state.json is not JSON"):
-        store.read_job_state("r1")
+        plain(store.job_state_record("r1"))

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from airflow_provider_rayorch.runs.attempts import (
-    read_repair,
-    read_repairs,
+    repair_record,
+    repair_records,
     write_repair,
 )
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.store import RunStore
 
 if TYPE_CHECKING:
@@ -59,12 +60,12 @@ def test_explicit_source_ids_are_written(tmp_path: Path) -> None:
 @pytest.mark.parametrize("status", ["running", "committed"])
 def test_repair_records_round_trip(tmp_path: Path, status: str) -> None:
     store = RunStore(str(tmp_path))
-    assert read_repairs(store, "r") == []
+    assert [r.to_dict() for r in repair_records(store, "r")] == []
     write_repair(store, "r", 3, attempt=2, job_id="j", status=status, owner="ti")
-    record = read_repair(store, "r", 3)
+    record = plain(repair_record(store, "r", 3))
     assert record["status"] == status
     assert record["job_id"] == "j"
-    assert [r["index"] for r in read_repairs(store, "r")] == [3]
+    assert [r["index"] for r in [r.to_dict() for r in repair_records(store, "r")]] == [3]
 
 
 def test_a_repair_record_never_holds_a_token(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.run_state import read_run_state
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore, read_summary_outputs
 from benchmarks.store_reads import commit_present_microbatch
@@ -61,7 +62,7 @@ def _committed_run(store: RunStore, run_id: str, n: int, size: int) -> list[dict
     manifests = []
     for index, first in enumerate(range(0, n, size)):
         commit_present_microbatch(store, run_id, index, first, min(size, n - first))
-        manifests.append(store.read_manifest(run_id, index))
+        manifests.append(plain(store.manifest_record(run_id, index)))
     return manifests
 
 

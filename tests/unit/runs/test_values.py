@@ -13,6 +13,7 @@ import pytest
 
 from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.store import RunStore
 
 from .pipelines import Weird
@@ -110,9 +111,9 @@ def test_an_unstorable_output_fails_its_source_and_the_counts_agree(tmp_path: Pa
     assert rows[1]["cause"].startswith(CAUSE)
     assert "return dict/list/str/int/float/bool/None" in rows[1]["cause"]
     assert all("object at 0x" not in str(r["value"]) for r in rows)
-    manifest = store.read_manifest("run", 0)
+    manifest = plain(store.manifest_record("run", 0))
     assert manifest is not None
-    for record in (manifest, summary, store.read_run_manifest("run")):
+    for record in (manifest, summary, plain(store.run_manifest_record("run"))):
         assert record is not None
         assert record["sources"] == {
             "total": 3,
@@ -138,7 +139,7 @@ def test_an_unstorable_value_on_one_port_fails_the_source_on_every_port(tmp_path
         tmp_path, "tests.unit.runs.pipelines:TwoPortsOneWeird", list(range(4))
     )
     summary = driver.run_plan(store, "run")
-    ports = store.read_manifest("run", 0)["outputs"]["ports"]  # type: ignore[index]
+    ports = plain(store.manifest_record("run", 0))["outputs"]["ports"]  # type: ignore[index]
     for port in ports:
         outcomes = [r["outcome"] for r in store.read_outputs("run", port)]
         assert outcomes == ["present", "present", "failed", "present"], port

@@ -7,6 +7,7 @@ import pytest
 
 from airflow_provider_rayorch.common.ratio import judge_summary
 from airflow_provider_rayorch.runs import driver
+from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.run_manifest import rewrite_repaired_run_manifest
 from tests.unit.runs.plans import write_fake_plan
 
@@ -29,8 +30,8 @@ def test_the_driver_records_the_verdict_in_every_summary(tmp_path, fake_engine) 
         "max_failed_ratio": 0.0,
         "message": "failed ratio 0.167 exceeds max_failed_ratio 0.0: source 4: doc[4]: poisoned",
     }
-    assert store.read_run_manifest("run")["verdict"] == summary["verdict"]
-    first, second = store.read_manifest("run", 0), store.read_manifest("run", 1)
+    assert plain(store.run_manifest_record("run"))["verdict"] == summary["verdict"]
+    first, second = plain(store.manifest_record("run", 0)), plain(store.manifest_record("run", 1))
     assert first["verdict"]["state"] == first["state"] == "success"
     assert first["verdict"]["message"] is None
     assert second["verdict"]["state"] == second["state"] == "failed"
@@ -65,7 +66,7 @@ def test_a_repaired_runs_manifest_is_rewritten_by_the_run_layer_with_its_verdict
 ) -> None:
     store = write_fake_plan(tmp_path, n=6, size=3, poison=[4])
     driver.run_plan(store, "run")
-    manifest = store.read_manifest("run", 1)
+    manifest = plain(store.manifest_record("run", 1))
     fixed = {"total": 3, "present": 3, "dropped": 0, "failed": 0, "suppressed": 0}
     store.commit_microbatch(
         "run", 1, {**manifest, "sources": fixed, "failures": [], "state": "success", "attempt": 2}
@@ -73,4 +74,4 @@ def test_a_repaired_runs_manifest_is_rewritten_by_the_run_layer_with_its_verdict
     result = rewrite_repaired_run_manifest(store, "run", 0.0)
     assert result["verdict"]["state"] == result["state"] == "success"
     assert result["repairs"] == []
-    assert store.read_run_manifest("run") == result
+    assert plain(store.run_manifest_record("run")) == result

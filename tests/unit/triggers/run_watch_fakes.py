@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
     import pytest
 
+    from airflow_provider_rayorch.runs.records import MicrobatchManifest, RunManifest
+
 #: a stream item that breaks the stream
 BREAK = object()
 
@@ -50,14 +52,14 @@ class CountedStore:
             loop.call_soon_threadsafe(lambda: found.done() or found.set_result(counts))
         return self.inner.committed(run_id)
 
-    def read_manifest(self, run_id: str, index: int) -> dict[str, Any] | None:
-        self.reads["read_manifest"] += 1
+    def manifest_record(self, run_id: str, index: int) -> MicrobatchManifest | None:
+        self.reads["manifest_record"] += 1
         self.manifest_reads.append(index)
-        return self.inner.read_manifest(run_id, index)
+        return self.inner.manifest_record(run_id, index)
 
-    def read_run_manifest(self, run_id: str) -> dict[str, Any] | None:
-        self.reads["read_run_manifest"] += 1
-        return self.inner.read_run_manifest(run_id)
+    def run_manifest_record(self, run_id: str) -> RunManifest | None:
+        self.reads["run_manifest_record"] += 1
+        return self.inner.run_manifest_record(run_id)
 
     def total(self) -> int:
         return sum(self.reads.values())
