@@ -8,9 +8,11 @@ files still waiting, to ``select`` with the time of that look.
 * Elsewhere (a local or POSIX filesystem, HDFS) a file has landed once nothing has
   touched it for ``QUIET_PERIOD_S``: at first sight when its modification time is
   that old already, otherwise once a later look finds the same size and mtime and
-  the quiet period has passed (by the mtime, or by this watcher's own clock since
-  the file last changed, which also covers a file without an mtime and a clock
-  that differs from the filesystem's). ``next_due`` says when to look again.
+  the quiet period has passed: by the mtime, or by this watcher's own clock since
+  the look that saw the last change. The clock alone counts for a file without an
+  mtime, and after a change that did not move the mtime forward (a writer that sets
+  an older mtime, ``cp -p``). A look that finds a file changed never announces it.
+  ``next_due`` says when to look again.
 """
 
 from __future__ import annotations
@@ -37,12 +39,12 @@ class _Waiting:
     size: int
     mtime: float | None
     since: float
-    changed: bool  # a look found it changed: only this watcher's clock counts now
+    clock_only: bool  # the mtime does not tell the last change: only our clock counts
 
     def due(self, quiet: float) -> float:
         """When a look that finds the file unchanged would see it landed."""
         own = self.since + quiet
-        if self.changed or self.mtime is None:
+        if self.clock_only or self.mtime is None:
             return own
         return min(own, self.mtime + quiet)
 
@@ -87,10 +89,11 @@ class StableFileSelector:
         old = f.mtime is not None and now - f.mtime >= quiet
         before = self._waiting.get(f.uri)
         if before is None:
-            return None if old else _Waiting(f.size, f.mtime, now, changed=False)
+            return None if old else _Waiting(f.size, f.mtime, now, clock_only=False)
         if (before.size, before.mtime) != (f.size, f.mtime):
-            return _Waiting(f.size, f.mtime, now, changed=True)
-        if (old and not before.changed) or now - before.since >= quiet:
+            moved = f.mtime is not None and before.mtime is not None and f.mtime > before.mtime
+            return _Waiting(f.size, f.mtime, now, clock_only=not moved)
+        if (old and not before.clock_only) or now - before.since >= quiet:
             return None
         return before
 

@@ -54,11 +54,21 @@ def test_a_fresh_file_is_due_when_its_mtime_is_a_quiet_period_old_and_lands_then
     assert s.next_due() is None
 
 
-def test_a_file_that_changed_waits_a_quiet_period_from_the_look_that_saw_the_change() -> None:
+def test_a_file_that_grew_waits_and_lands_a_quiet_period_after_its_new_mtime() -> None:
     s = _local()
     s.select([ListedFile("/in/a", 1, T)], (), T)
     grown = ListedFile("/in/a", 2, T + 1)
-    assert s.select([grown], (), T + Q) == []  # grew since the last look
+    assert s.select([grown], (), T + Q) == []  # grew since the last look: never announced
+    assert s.next_due() == T + 1 + Q
+    assert s.select([grown], (), T + 1 + Q - 0.1) == []
+    assert s.select([grown], (), T + 1 + Q) == [grown]
+
+
+def test_a_change_that_keeps_the_mtime_waits_a_quiet_period_from_the_look_that_saw_it() -> None:
+    s = _local()
+    s.select([ListedFile("/in/a", 1, T)], (), T)
+    grown = ListedFile("/in/a", 2, T)  # two writes within one mtime tick
+    assert s.select([grown], (), T + Q) == []
     assert s.next_due() == T + 2 * Q
     assert s.select([grown], (), T + 2 * Q - 0.1) == []
     assert s.select([grown], (), T + 2 * Q) == [grown]
