@@ -162,7 +162,7 @@ class NewSourcesProducer(SharedStreamProducer):
             while (due := self.next_recheck()) is not None and due < next_listing:
                 await pause(max(0.0, due - self._clock()))
                 yield await self.recheck()
-            await pause(max(0.0, next_listing - self._clock()))
+            await pause(min(self.poll_interval, max(0.0, next_listing - self._clock())))
 
     async def advance(self, batch: Sequence[AdvanceItem]) -> None:
         """Record the files of stored events in the watermark; release the others."""
