@@ -3,7 +3,8 @@
 The asset ``rayorch-inbox`` has an ``AssetWatcher``: in the triggerer,
 ``RayOrchNewSourcesTrigger`` lists ``$RAYORCH_INBOX/*.txt`` (default
 ``/tmp/rayorch-landing/inbox``) every 5 seconds and
-announces each file once its size has settled, in an asset event. The DAG runs on
+announces each file once it has landed (nothing changed it for 2 seconds), in an
+asset event. The DAG runs on
 those events:
 
 1. ``select_sources`` merges the files of every event since the previous run (the
