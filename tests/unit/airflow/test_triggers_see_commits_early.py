@@ -1,7 +1,8 @@
-"""Between two job reads the triggers look at the run store's awaited record, so a
-commit ends a microbatch sensor within a look (not at the next poll), and the run
-sensor reads its job often once the driver wrote the run manifest. The mechanism is
-asserted by counting job reads, with a poll interval no test would wait out."""
+"""Without the job's log stream, the run watcher lists the run's commits between two
+job reads, so a commit ends a microbatch sensor within a look (not at the next poll),
+and the run sensor reads its job often once the driver wrote the run manifest. The
+mechanism is asserted by counting job reads, with a poll interval no test would wait
+out."""
 
 from __future__ import annotations
 
