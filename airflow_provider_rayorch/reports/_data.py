@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 import posixpath
 from dataclasses import dataclass, field
@@ -65,10 +66,29 @@ class MicrobatchView:
     #: ``{port: rows}``: the manifest's bounded sample of its source rows (None: older
     #: manifests, whose rows are read from their files)
     sample: dict[str, list[dict[str, Any]]] | None = None
+    #: a row of consecutive microbatches ``index..last`` (None: this one only), of
+    #: which ``done`` are committed (their counts and timings summed)
+    last: int | None = None
+    done: int | None = None
 
     @property
     def committed(self) -> bool:
         return self.state not in ("pending", "not_run")
+
+    @property
+    def size(self) -> int:
+        """Microbatches the row stands for."""
+        return 1 if self.last is None else self.last - self.index + 1
+
+    @property
+    def done_count(self) -> int:
+        """Committed microbatches of the row."""
+        return int(self.committed) if self.done is None else self.done
+
+    @property
+    def name(self) -> str:
+        """``mb 3``, or ``mb 0-39`` for a row of several."""
+        return f"mb {self.index}" if self.size == 1 else f"mb {self.index}-{self.last}"
 
 
 @dataclass
@@ -133,10 +153,17 @@ def _times(
     views: list[MicrobatchView],
     timings: Mapping[int, Mapping[str, Any]] | None,
 ) -> bool:
-    """Fill started_s/finished_s; returns True when they came from the store's mtimes."""
+    """Fill started_s/finished_s; returns True when they came from the store's mtimes.
+    A microbatch without a timing of its own takes that of a row of microbatches
+    (``last``) holding it."""
     if timings is not None:
+        rows = sorted(i for i, t in timings.items() if t.get("last") is not None)
         for mb in views:
             t = timings.get(mb.index)
+            if t is None and rows:
+                at = rows[max(bisect.bisect_right(rows, mb.index) - 1, 0)]
+                if at <= mb.index <= int(timings[at]["last"]):
+                    t = timings[at]
             if t is not None and mb.committed:
                 mb.started_s = float(t.get("started_s", 0.0))
                 mb.finished_s = float(t.get("finished_s", 0.0))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_rayorch.runs.attempts import repair_records
 from airflow_provider_rayorch.runs.driver_log import driver_log_names, driver_log_uri
 from airflow_provider_rayorch.runs.history import attempt_rows
-from airflow_provider_rayorch.runs.records import Attempt
+from airflow_provider_rayorch.runs.records import Attempt, microbatch_count
 from airflow_provider_rayorch.runs.run_state import read_run_state
 
 from ._data import MAX_SOURCE_ROWS, MicrobatchView, RunView, _times, apply_state, label_rows
@@ -39,23 +39,14 @@ def live_view(
     view = RunView(run_id=run_id, pipeline=plan.pipeline, fingerprint=plan.fingerprint)
     view.total_sources = plan.total_sources
     view.ports = list(agg.ports) or ["out"]
-    for d in plan.microbatches():
-        mb = MicrobatchView(int(d["index"]), int(d["first_source"]), int(d["count"]), "pending")
-        done = agg.microbatches.get(mb.index)
-        if done is not None:
-            mb.state, mb.attempt = done.state, done.attempt
-            mb.sources, mb.grains = dict(done.sources), dict(done.grains)
-            mb.elapsed_s = done.elapsed_s
-        view.microbatches.append(mb)
+    view.microbatches = _rows_of(agg)
     _times(store, run_id, view.microbatches, timings or {})
     view.sources, view.grains = dict(agg.totals), dict(agg.grains)
     run = store.run_manifest_record(run_id)
     if run is not None:
         view.elapsed_s = run.elapsed_s or 0.0
     histories = {
-        i: [Attempt.model_validate(a) for a in mb.attempts]
-        for i, mb in agg.microbatches.items()
-        if mb.attempts
+        i: [Attempt.model_validate(a) for a in history] for i, (_, history) in agg.attempts.items()
     }
     apply_state(view, read_run_state(store, run_id, now=now))
     view.attempts = attempt_rows(histories, repair_records(store, run_id))
@@ -70,3 +61,27 @@ def live_view(
     label_rows(store, plan, view.rows, None)
     view.rows_total = agg.rows_total
     return view
+
+
+def _rows_of(agg: RunAggregate) -> list[MicrobatchView]:
+    """One row per bin of the plan's microbatches (one microbatch each, up to
+    :data:`~airflow_provider_rayorch.runs.aggregate.MAX_BINS` of them): a row of
+    several is ``running`` while only some of them are committed."""
+    plan, width = agg.plan, agg.width
+    total = microbatch_count(plan.total_sources, plan.batch_size)
+    views = []
+    for number in range(-(-total // width)):
+        first, last = number * width, min((number + 1) * width, total) - 1
+        start = plan.microbatch(first)[0]
+        end = sum(plan.microbatch(last))
+        mb = MicrobatchView(first, start, end - start, "pending")
+        if width > 1:
+            mb.last, mb.done = last, 0
+        done = agg.bins.get(number)
+        if done is not None and done.committed:
+            mb.state = done.state if done.failed or done.committed > last - first else "running"
+            mb.attempt, mb.elapsed_s = done.attempt, done.max_elapsed_s
+            mb.sources, mb.grains = dict(done.sources), dict(done.grains)
+            mb.done = done.committed if width > 1 else None
+        views.append(mb)
+    return views

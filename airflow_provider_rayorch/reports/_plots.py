@@ -261,10 +261,10 @@ def microbatch_spans(microbatches: Sequence[MicrobatchView], span: float) -> Plo
         color = OUTCOME_COLORS.get(mb.state, "#607d8b")
         if mb.finished_s is not None:
             a = xs(mb.started_s or 0.0)
-            tip = f"mb {mb.index} {mb.state}: {_span_text(mb.started_s or 0.0, mb.finished_s)}"
+            tip = f"{mb.name} {mb.state}: {_span_text(mb.started_s or 0.0, mb.finished_s)}"
             canvas.rect(a, y, xs(mb.finished_s) - a, lane, color, tip)
         if lane >= 10:
-            canvas.text(canvas.x0 - 6, y + lane - 3, f"mb {mb.index}", anchor="end", size=10)
+            canvas.text(canvas.x0 - 6, y + lane - 3, mb.name, anchor="end", size=10)
         y += lane + 2
     canvas.bottom = int(canvas.height - y - 4)
     if not any(mb.finished_s is not None for mb in microbatches):

@@ -63,6 +63,7 @@ def measure(
                 index=int(m["index"]),
                 started_s=float(m.get("started_s", 0.0)),
                 finished_s=float(m.get("finished_s", 0.0)),
+                last=None if m.get("last") is None else int(m["last"]),
             )
             for m in microbatches
         ]

@@ -96,11 +96,13 @@ class Plot(_Record):
 
 
 class Timing(_Record):
-    """When one microbatch ran, in seconds since the run started (driver clock)."""
+    """When one microbatch ran, in seconds since the run started (driver clock); with
+    ``last``, when the microbatches ``index..last`` ran (earliest start, latest finish)."""
 
     index: int
     started_s: float
     finished_s: float
+    last: int | None = None
 
 
 class CallMetrics(_Record):

@@ -153,11 +153,12 @@ def _no_timeline_note(view: RunView) -> str:
 
 def _cards(view: RunView) -> list[tuple[str, str]]:
     s = view.sources
-    committed = sum(mb.committed for mb in view.microbatches)
+    committed = sum(mb.done_count for mb in view.microbatches)
+    total = sum(mb.size for mb in view.microbatches)
     cards = [(str(view.total_sources), "sources")]
     cards += [(str(s.get(k, 0)), k) for k in ("present", "dropped", "failed", "suppressed")]
     cards += [
-        (f"{committed}/{len(view.microbatches)}", "microbatches committed"),
+        (f"{committed}/{total}", "microbatches committed"),
         (str(view.grains.get("dispatched", 0)), "grains dispatched"),
         (str(view.grains.get("retried", 0)), "grains retried"),
     ]
@@ -191,6 +192,7 @@ def _microbatch_rows(listed: Sequence[MicrobatchView]) -> list[dict[str, Any]]:
         rows.append(
             {
                 "index": mb.index,
+                "name": mb.name,
                 "range": f"{mb.first_source}-{last}",
                 "state": mb.state,
                 "cells": cells,

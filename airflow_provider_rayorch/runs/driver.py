@@ -41,7 +41,7 @@ from airflow_provider_rayorch.runs.driver_log import keep_driver_log
 from airflow_provider_rayorch.runs.exit_codes import EXIT_PLAN_CHANGED
 from airflow_provider_rayorch.runs.live_reports import LiveReports, ReportWriter, report_job
 from airflow_provider_rayorch.runs.pipeline_load import build_pipeline, plan_executor
-from airflow_provider_rayorch.runs.records import SourceCounts
+from airflow_provider_rayorch.runs.records import SourceCounts, microbatch_count
 from airflow_provider_rayorch.runs.run_manifest import write_run_manifest
 from airflow_provider_rayorch.runs.run_state import DriverState
 from airflow_provider_rayorch.runs.secrets import (
@@ -51,7 +51,7 @@ from airflow_provider_rayorch.runs.sources import source_columns
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from airflow_provider_rayorch.runs.records import MicrobatchManifest
 
@@ -248,24 +248,25 @@ def _run_plan(
             EXIT_PLAN_CHANGED,
         )
     committed = store.committed(run_id)
-    pending = [d for d in plan.microbatches() if d["index"] not in committed]
-    state.started(len(committed), len(plan.microbatches()))
+    total = microbatch_count(plan.total_sources, plan.batch_size)
+    pending = [i for i in range(total) if i not in committed]
+    state.started(len(committed), total)
     _emit(
         "EVENT",
         {
             "event": "start",
             "run_id": run_id,
             "committed": sorted(committed),
-            "pending": [d["index"] for d in pending],
+            "pending": pending,
         },
     )
     executor: Any = None
-    timings: list[dict[str, Any]] = []
     reports: LiveReports | None = None
+    # the live report's and the run manifest's data, kept as commits come (earlier
+    # commits read once here, one at a time)
+    aggregate = RunAggregate.of(plan, _manifests(store, run_id, committed))
     if pending:
         store.clear_run_manifest(run_id)
-        # the live report's data, kept as commits come (earlier commits read once here)
-        aggregate = RunAggregate.of(plan, store.manifest_records(run_id) if committed else ())
         if report is not None:
             reports = LiveReports(REPORT_EVERY_S).start()
         with plan_executor(plan, pipeline, address) as executor:
@@ -276,7 +277,6 @@ def _run_plan(
                 skip_microbatches=committed,
             )
             last_commit = time.monotonic()
-            total = len(plan.microbatches())
             ticker = ProgressTicker(
                 total, done=len(committed), count=getattr(executor, "grains_dispatched", None)
             ).start()
@@ -288,7 +288,7 @@ def _run_plan(
                     manifest = commit_microbatch(store, plan, mb, root)
                     aggregate.add(manifest)
                     state.committed()
-                    timings.append({"index": mb.index, **dict(getattr(mb, "metrics", {}) or {})})
+                    _add_timing(aggregate, mb)
                     ticker.observe(_grains_dispatched(executor))
                     ticker.committed()
                     _say(microbatch_line(manifest, total, _microbatch_elapsed(mb, last_commit)))
@@ -308,14 +308,18 @@ def _run_plan(
                     if report is not None and reports is not None and reports.due():
                         # a live report, written on its own thread: the loop goes on
                         reports.offer(
-                            report_job(report, store, run_id, executor, timings, aggregate)
+                            report_job(
+                                report, store, run_id, executor, aggregate.timings(), aggregate
+                            )
                         )
             finally:
                 ticker.stop()
                 final = None
                 if report is not None and reports is not None:
-                    final = report_job(report, store, run_id, executor, timings, aggregate)
-    result = _write_run_manifest(store, plan, run_id, started)
+                    final = report_job(
+                        report, store, run_id, executor, aggregate.timings(), aggregate
+                    )
+    result = _write_run_manifest(store, plan, run_id, started, aggregate)
     state.ended("succeeded", _verdict_line(result))
     if reports is not None and not reports.close(final, FINAL_REPORT_WAIT_S):
         _emit("EVENT", {"event": "report_failed", "error": "the final report did not finish"})
@@ -440,9 +444,14 @@ def _verdict_line(result: dict[str, Any]) -> str:
 
 
 def _write_run_manifest(
-    store: RunStore, plan: PlanRecord, run_id: str, started: float
+    store: RunStore,
+    plan: PlanRecord,
+    run_id: str,
+    started: float,
+    aggregate: RunAggregate | None = None,
 ) -> dict[str, Any]:
-    """Sum the committed microbatch manifests into the run manifest and write it."""
+    """Sum the committed microbatch manifests (``aggregate``'s sum of them, else read
+    back) into the run manifest and write it."""
     return write_run_manifest(
         store,
         run_id,
@@ -450,4 +459,22 @@ def _write_run_manifest(
         pipeline=plan.pipeline,
         fingerprint=plan.fingerprint,
         max_failed_ratio=plan.max_failed_ratio,
+        aggregate=aggregate,
     )
+
+
+def _manifests(
+    store: RunStore, run_id: str, committed: frozenset[int]
+) -> Iterator[MicrobatchManifest]:
+    """The committed manifests, read one at a time (none held after it is summed)."""
+    for index in sorted(committed):
+        manifest = store.manifest_record(run_id, index)
+        if manifest is not None:
+            yield manifest
+
+
+def _add_timing(aggregate: RunAggregate, mb: Any) -> None:
+    """The microbatch's engine timings (seconds on the timeline's clock; 0 unmeasured)."""
+    metrics = dict(getattr(mb, "metrics", None) or {})
+    started, finished = metrics.get("started_s", 0.0), metrics.get("finished_s", 0.0)
+    aggregate.timing(mb.index, float(started), float(finished))

@@ -21,7 +21,11 @@ if TYPE_CHECKING:
     from airflow_provider_rayorch.runs.aggregate import RunAggregate
     from airflow_provider_rayorch.runs.store import RunStore
 
-__all__ = ["LiveReports", "ReportWriter", "report_job"]
+__all__ = ["REPORT_TIMELINE", "LiveReports", "ReportWriter", "report_job"]
+
+#: A report's timeline plots read at most this many of the engine's latest dispatch
+#: and report records (the engine keeps more on a long run).
+REPORT_TIMELINE = 20_000
 
 
 def _emit(kind: str, payload: dict[str, Any]) -> None:
@@ -100,12 +104,21 @@ class ReportWriter(Protocol):
     ) -> str: ...
 
 
-def _takes_live(report: ReportWriter) -> bool:
+def _takes(fn: Callable[..., Any], name: str) -> bool:
+    """Whether ``fn`` takes the keyword argument ``name``."""
     try:
-        params = inspect.signature(report).parameters.values()
+        params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return False
-    return any(p.name == "live" or p.kind is p.VAR_KEYWORD for p in params)
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _recent_timeline(executor: Any) -> list[Any]:
+    """The engine's last :data:`REPORT_TIMELINE` timeline records (all of them from an
+    engine whose ``timeline`` takes no ``last``)."""
+    if _takes(executor.timeline, "last"):
+        return list(executor.timeline(last=REPORT_TIMELINE))
+    return list(executor.timeline())
 
 
 def report_job(
@@ -122,11 +135,11 @@ def report_job(
     timeline: list[Any] = []
     try:
         calls = executor.call_metrics() if executor is not None else []
-        timeline = executor.timeline() if executor is not None else []
+        timeline = _recent_timeline(executor) if executor is not None else []
     except Exception as exc:  # a report must never fail a run
         _emit("EVENT", {"event": "report_failed", "error": f"{type(exc).__name__}: {exc}"})
     done = None if timings is None else list(timings)
-    extra = {"live": live.snapshot()} if live is not None and _takes_live(report) else {}
+    extra = {"live": live.snapshot()} if live is not None and _takes(report, "live") else {}
 
     def job() -> None:
         try:

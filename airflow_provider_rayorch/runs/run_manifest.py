@@ -15,6 +15,7 @@ from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.verdict import judged
 
 if TYPE_CHECKING:
+    from airflow_provider_rayorch.runs.aggregate import RunAggregate
     from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = ["rewrite_repaired_run_manifest", "write_run_manifest"]
@@ -30,18 +31,25 @@ def write_run_manifest(
     max_failed_ratio: float,
     outputs_uri: str | None = None,
     repairs: list[dict[str, Any]] | None = None,
+    aggregate: RunAggregate | None = None,
 ) -> dict[str, Any]:
     """Sum the committed microbatch manifests into the run manifest, judge it against
-    ``max_failed_ratio``, write it and return it."""
-    result = summaries.run_summary(
-        [plain(m) for m in store.manifest_records(run_id)],  # the engine sums plain values
-        elapsed_s=elapsed_s,
-        run_id=run_id,
-        pipeline=pipeline,
-        fingerprint=fingerprint,
-        outputs_uri=outputs_uri or store.outputs_uri(run_id),
-        max_failed_ratio=max_failed_ratio,
-    )
+    ``max_failed_ratio``, write it and return it. ``aggregate``: the driver's running
+    sum of this run's commits, so no manifest is read back (else every one is)."""
+    figures: dict[str, Any] = {
+        "elapsed_s": elapsed_s,
+        "run_id": run_id,
+        "pipeline": pipeline,
+        "fingerprint": fingerprint,
+        "outputs_uri": outputs_uri or store.outputs_uri(run_id),
+        "max_failed_ratio": max_failed_ratio,
+    }
+    if aggregate is not None:
+        result = aggregate.run_summary(**figures)
+    else:  # the engine sums plain values
+        result = summaries.run_summary(
+            [plain(m) for m in store.manifest_records(run_id)], **figures
+        )
     if repairs is not None:
         result["repairs"] = repairs
     result = judged(result, max_failed_ratio)

@@ -29,7 +29,12 @@ from pydantic import Field, field_validator
 from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.runs import paths
 from airflow_provider_rayorch.runs.paths import RUN_STATE_FILE
-from airflow_provider_rayorch.runs.records import SCHEMA_VERSION, Record, sanitize_message
+from airflow_provider_rayorch.runs.records import (
+    SCHEMA_VERSION,
+    Record,
+    microbatch_count,
+    sanitize_message,
+)
 from airflow_provider_rayorch.runs.state_rule import (
     STALE_AFTER,
     TERMINAL_STATES,
@@ -296,7 +301,8 @@ def read_run_state(
         manifests = store.manifest_records(run_id) if needs else []
     manifest_state = current_manifest_state(manifest, manifests)
     all_committed = None
-    if manifest_state is None and plan is not None and len(manifests) >= len(plan.microbatches()):
+    planned = None if plan is None else microbatch_count(plan.total_sources, plan.batch_size)
+    if manifest_state is None and plan is not None and len(manifests) >= (planned or 0):
         all_committed = _counts_state(manifests, plan.max_failed_ratio)
     job, job_unreadable = _read_job(store, run_id)
     facts = RunFacts(

@@ -199,15 +199,17 @@ class Executor:
             if owned:
                 self.close()
 
-    def timeline(self) -> list[dict[str, Any]]:
-        """Dispatch and report records of the current (or last) run, for reports.
+    def timeline(self, last: int | None = None) -> list[dict[str, Any]]:
+        """Dispatch and report records of the current (or last) run, for reports (the
+        ``last`` ones only, when given).
 
         Times are seconds from the start of that run; see ``RunResult.timeline``.
         """
         core = getattr(self, "_current_core", None)
         if core is None:
             return []
-        return timeline_records(core.timeline, self.last_started)
+        records = core.timeline if last is None else core.timeline[-last:]
+        return timeline_records(records, self.last_started)
 
     def grains_dispatched(self) -> int:
         """Grains dispatched so far in the current (or last) run. Unlike ``call_metrics``

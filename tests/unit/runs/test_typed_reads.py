@@ -103,7 +103,7 @@ def test_a_commit_returns_its_record_and_the_live_aggregate_counts_records(tmp_p
     assert committed == store.manifest_record("run", 2)
     plan = PlanRecord(run_id="run", pipeline="m:P", fingerprint="f", sources=list(range(6)))
     aggregate = RunAggregate.of(plan, store.manifest_records("run"))
-    (mb,) = aggregate.microbatches.values()
+    mb = aggregate.bins[2]
     assert (mb.index, mb.first_source, mb.count, mb.attempt, mb.state) == (2, 4, 2, 3, "failed")
     assert aggregate.totals["failed"] == 1
     assert aggregate.ports == ["out", "aux"]
