@@ -158,6 +158,8 @@ class RunWatcher:
         group.add(waiter)
         if (index is not None and index in self.committed) or self.over():
             waiter.wake()
+        if poll_s < self.end_poll.interval:  # its job reads are due sooner
+            self._nudge.set()
         return waiter
 
     def detach(self, waiter: Waiter) -> None:
@@ -314,18 +316,20 @@ class RunWatcher:
     async def _poll(self) -> None:
         loop = asyncio.get_running_loop()
         job_id = self.key.job_id
-        next_job = loop.time()
+        read_at: float | None = None  # the last job read
         next_look = loop.time() + self.look_s  # the store was listed just before
         while True:
-            if self.waiters:
+            if self.waiters:  # the shortest poll interval of the waiters there now
                 self.end_poll.interval = min(w.poll_s for w in self.waiters)
+            next_job = loop.time() if read_at is None else read_at + self.end_poll.wait(read_at)
             if job_id is not None and (self._read_now or loop.time() >= next_job):
                 self._read_now = False
                 await self._read_job(job_id)
                 if self.over():
                     self._wake_all()
                     return
-                next_job = loop.time() + self.end_poll.wait(loop.time())
+                read_at = loop.time()
+                next_job = read_at + self.end_poll.wait(read_at)
             if not self.streaming and loop.time() >= next_look:
                 await self._look()
                 next_look = loop.time() + self.look_s
