@@ -231,9 +231,25 @@ class RunWatcher:
 
     async def _main(self) -> None:
         try:
+            await self._watch()
+        finally:  # a later trigger starts a new watcher; this one's waiters read its facts
+            found = watchers()
+            if found.get(self.key) is self:
+                del found[self.key]
+
+    async def _watch(self) -> None:
+        try:
             self.store = await self.hook.arun_store(self.key.run_store)
-        except Exception as exc:
+        except RayOrchError as exc:
             self._ready.set_exception(exc)
+            return
+        except Exception as exc:
+            self._ready.set_exception(
+                StoreError(
+                    f"opening run store {self.key.run_store} for run {self.key.run_id}: "
+                    f"{type(exc).__name__}: {exc}"
+                )
+            )
             return
         self._ready.set_result(None)
         stream = None
@@ -397,7 +413,9 @@ async def watching(
     log: Any,
 ) -> AsyncIterator[Waiter]:
     """Attach to the run's watcher (started by the first attach) for the duration;
-    the last to leave, by return, error or cancellation, stops it."""
+    the last to leave, by return, error or cancellation, stops it. A watcher leaves the
+    registry once it ended (the job's end, an unreadable job or store), so a trigger
+    attaching later starts a new one."""
     found = watchers()
     watcher = found.get(key)
     if watcher is None:
@@ -411,6 +429,7 @@ async def watching(
         yield waiter
     finally:
         watcher.detach(waiter)
-        if not watcher.waiters and found.get(key) is watcher:
-            del found[key]
+        if not watcher.waiters:
+            if found.get(key) is watcher:
+                del found[key]
             await watcher.stop()

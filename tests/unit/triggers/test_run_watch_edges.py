@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_rayorch.exceptions import RayOrchClusterError
+from airflow_provider_rayorch.rayorch.errors import StoreError
+from airflow_provider_rayorch.triggers import _run_watch
 from airflow_provider_rayorch.triggers import rayorch as triggers
 from airflow_provider_rayorch.triggers.rayorch import RayOrchMicrobatchTrigger
 from tests.unit.triggers.run_watch_fakes import CountedStore, FakeJobs, first_event, install
@@ -60,3 +63,85 @@ def test_a_trigger_with_a_shorter_poll_interval_shortens_the_watchers_pause(
     event = asyncio.run(scenario())
     assert (event["status"], event["index"]) == ("error", 1)
     assert "ended FAILED" in event["message"]
+
+
+def test_a_watcher_that_ended_leaves_the_registry_so_a_later_trigger_reads_afresh(
+    monkeypatch, tmp_path
+) -> None:
+    """The job could not be read (the retry budget ran out) while the run trigger
+    still ends its task: a microbatch trigger attaching meanwhile starts a new watcher
+    that reads the job again, rather than taking the old watcher's error."""
+    store, jobs = CountedStore(str(tmp_path)), FakeJobs(stream=False)
+    install(monkeypatch, store, jobs)
+    ending = asyncio.Event()
+    reads: list[str] = []
+
+    async def status(self: Any, job_id: str) -> str:
+        reads.append(job_id)
+        if len(reads) == 1:
+            raise RayOrchClusterError("gave up after 6 tries")
+        return "RUNNING"
+
+    async def run_end(self: Any, store: Any, obs: Any) -> Any:
+        await ending.wait()  # the run trigger is still ending its task
+        return triggers.TriggerEvent({"status": "error"})
+
+    monkeypatch.setattr(triggers.RayOrchHook, "aget_job_info", status)
+    monkeypatch.setattr(triggers.RayOrchHook, "aget_job_status", status)
+    monkeypatch.setattr(triggers.RayOrchJobTrigger, "_run_end", run_end)
+    monkeypatch.setattr(triggers.RayOrchJobTrigger, "_unknown", run_end)
+
+    async def scenario() -> tuple[bool, int]:
+        run = triggers.RayOrchJobTrigger(
+            job_id="j",
+            run_id="r",
+            run_store=str(tmp_path),
+            poll_interval=NEVER_S,
+            tail_logs=False,
+            end_from_trigger=True,
+        )
+        run_task = asyncio.create_task(first_event(run))
+        await _until(lambda: len(reads) == 1)
+        (watcher,) = _run_watch.watchers().values()
+        await _until(watcher._task.done)  # it ended on the error; the run trigger stays
+        later = asyncio.create_task(first_event(_microbatch(tmp_path, 0)))
+        await _until(lambda: later.done() or len(reads) == 2)
+        fired = later.done()
+        later.cancel()
+        ending.set()
+        await asyncio.gather(run_task, later, return_exceptions=True)
+        return fired, len(reads)
+
+    fired, count = asyncio.run(scenario())
+    assert (fired, count) == (False, 2)
+
+
+def test_a_store_that_cannot_be_opened_fails_every_trigger_clearly_and_is_tried_again(
+    monkeypatch, tmp_path
+) -> None:
+    store, jobs = CountedStore(str(tmp_path)), FakeJobs()
+    install(monkeypatch, store, jobs)
+    opens: list[str | None] = []
+
+    async def arun_store(self: Any, uri: str | None = None) -> CountedStore:
+        opens.append(uri)
+        if len(opens) == 1:
+            raise OSError("the bucket answered 403")
+        return store
+
+    monkeypatch.setattr(triggers.RayOrchHook, "arun_store", arun_store)
+
+    async def scenario() -> list[Any]:
+        tasks = [asyncio.create_task(first_event(_microbatch(tmp_path, i))) for i in (0, 1)]
+        failed = await asyncio.gather(*tasks, return_exceptions=True)
+        assert not _run_watch.watchers()
+        again = asyncio.create_task(first_event(_microbatch(tmp_path, 2)))
+        await _until(lambda: len(opens) == 2)
+        again.cancel()
+        await asyncio.gather(again, return_exceptions=True)
+        return failed
+
+    failed = asyncio.run(scenario())
+    assert all(isinstance(exc, StoreError) for exc in failed), failed
+    assert all(str(tmp_path) in str(exc) and "403" in str(exc) for exc in failed)
+    assert jobs.closes == 2  # each watcher's hook
