@@ -356,14 +356,19 @@ class RunWatcher:
 
     async def _read_job(self, job_id: str) -> None:
         """One job read for the run: Ray's job info when a run waiter needs its
-        message, else the status."""
+        message, else the status. Any failure of it means the job cannot be read."""
         info = any(w.run_end for w in self.waiters)
         try:
             raw = await (self.hook.aget_job_info if info else self.hook.aget_job_status)(job_id)
+            self.status, self.message = job_reading(raw, job_id)
         except RayOrchClusterError as exc:
             self.error = exc
             return
-        self.status, self.message = job_reading(raw, job_id)
+        except Exception as exc:  # an answer the client did not expect: still the job's
+            self.error = RayOrchClusterError(
+                f"reading Ray job {job_id} failed: {type(exc).__name__}: {exc}"
+            )
+            return
         self.job_ended = self.status.is_terminal
 
     async def _look(self) -> None:

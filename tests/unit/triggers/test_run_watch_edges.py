@@ -145,3 +145,21 @@ def test_a_store_that_cannot_be_opened_fails_every_trigger_clearly_and_is_tried_
     assert all(isinstance(exc, StoreError) for exc in failed), failed
     assert all(str(tmp_path) in str(exc) and "403" in str(exc) for exc in failed)
     assert jobs.closes == 2  # each watcher's hook
+
+
+def test_a_job_read_failing_with_an_unexpected_error_is_told_as_the_jobs(
+    monkeypatch, tmp_path
+) -> None:
+    """Not a store error: the triggers end on the job being unreadable, naming it."""
+    store, jobs = CountedStore(str(tmp_path)), FakeJobs(stream=False)
+    install(monkeypatch, store, jobs)
+
+    async def status(self: Any, job_id: str) -> str:
+        raise ValueError("an answer that is not JSON")
+
+    monkeypatch.setattr(triggers.RayOrchHook, "aget_job_status", status)
+
+    event = asyncio.run(asyncio.wait_for(first_event(_microbatch(tmp_path, 0)), 10))
+    assert (event["status"], event["index"]) == ("error", 0)
+    assert "job j" in event["message"]
+    assert "not JSON" in event["message"]
