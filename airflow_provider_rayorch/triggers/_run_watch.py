@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import logging
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from airflow_provider_rayorch.common.job_watch import job_reading
 from airflow_provider_rayorch.common.log_relay import (
@@ -39,6 +41,9 @@ if TYPE_CHECKING:
     from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = ["RunFacts", "RunKey", "RunWatcher", "Waiter", "watchers", "watching"]
+
+#: the watcher's own logger: it outlives the trigger that started it
+_LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,9 @@ class RunWatcher:
     :param look_s: between two listings of the committed microbatches, while the log
         stream is not there.
     :param end_poll_s: the job read's cadence once the driver said its run ended.
+
+    Its task runs in a context of its own, not the first trigger's: the triggerer binds
+    each trigger's ids there, and its log lines would go to that trigger's log.
     """
 
     def __init__(
@@ -120,9 +128,8 @@ class RunWatcher:
         look_s: float,
         end_poll_s: float,
         poll_s: float,
-        log: Any,
     ) -> None:
-        self.key, self.log, self.look_s = key, log, look_s
+        self.key, self.log, self.look_s = key, _LOG, look_s
         self.hook = open_hook()
         self.store: RunStore = None  # type: ignore[assignment]  # set before ready
         self.end_poll = EndPoll(poll_s, end_poll_s)
@@ -148,7 +155,9 @@ class RunWatcher:
         self._read_now = False
         self._nudge = asyncio.Event()
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._task = asyncio.create_task(self._main(), name=f"rayorch-run-watch-{key.run_id}")
+        self._task = asyncio.create_task(
+            self._main(), name=f"rayorch-run-watch-{key.run_id}", context=contextvars.Context()
+        )
 
     # -- waiters -----------------------------------------------------------------------
     def attach(self, index: int | None, poll_s: float, *, run_end: bool) -> Waiter:
@@ -415,7 +424,6 @@ async def watching(
     look_s: float,
     end_poll_s: float,
     run_end: bool = False,
-    log: Any,
 ) -> AsyncIterator[Waiter]:
     """Attach to the run's watcher (started by the first attach) for the duration;
     the last to leave, by return, error or cancellation, stops it. A watcher leaves the
@@ -424,9 +432,7 @@ async def watching(
     found = watchers()
     watcher = found.get(key)
     if watcher is None:
-        watcher = RunWatcher(
-            key, open_hook, look_s=look_s, end_poll_s=end_poll_s, poll_s=poll_s, log=log
-        )
+        watcher = RunWatcher(key, open_hook, look_s=look_s, end_poll_s=end_poll_s, poll_s=poll_s)
         found[key] = watcher
     waiter = watcher.attach(index, poll_s, run_end=run_end)
     try:

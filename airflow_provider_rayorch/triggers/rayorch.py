@@ -124,7 +124,6 @@ class _RunTrigger(DeclaredFields, BaseTrigger):
             look_s=COMMIT_LOOK_S,
             end_poll_s=END_POLL_S,
             run_end=index is None,
-            log=self.log,
         )
 
 

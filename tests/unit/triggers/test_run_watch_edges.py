@@ -163,3 +163,47 @@ def test_a_job_read_failing_with_an_unexpected_error_is_told_as_the_jobs(
     assert (event["status"], event["index"]) == ("error", 0)
     assert "job j" in event["message"]
     assert "not JSON" in event["message"]
+
+
+def test_the_watcher_works_outside_the_first_triggers_logging_context(
+    monkeypatch, tmp_path
+) -> None:
+    """The triggerer binds each trigger's ids to its task's context (its log lines go
+    to that task's log); the watcher outlives the first trigger, so its job reads,
+    its stream and its log lines carry no trigger's ids."""
+    import structlog
+
+    store, jobs = CountedStore(str(tmp_path)), FakeJobs()
+    install(monkeypatch, store, jobs)
+    seen: list[dict[str, Any]] = []
+    inner_logs = jobs.logs
+
+    async def status(self: Any, job_id: str) -> str:
+        seen.append(structlog.contextvars.get_contextvars())
+        return "RUNNING"
+
+    async def logs(api: Any, job_id: str) -> Any:
+        seen.append(structlog.contextvars.get_contextvars())
+        async for chunk in inner_logs(api, job_id):
+            yield chunk
+
+    monkeypatch.setattr(triggers.RayOrchHook, "aget_job_status", status)
+    monkeypatch.setattr(_run_watch, "astream_job_logs", logs)
+
+    async def as_trigger(trigger_id: int, index: int) -> dict[str, Any]:
+        structlog.contextvars.bind_contextvars(trigger_id=trigger_id)
+        return await first_event(_microbatch(tmp_path, index))
+
+    async def scenario() -> tuple[Any, Any]:
+        first = _microbatch(tmp_path, 0)
+        tasks = [asyncio.create_task(as_trigger(1, 0)), asyncio.create_task(as_trigger(2, 1))]
+        await _until(lambda: len(seen) == 2)
+        (watcher,) = _run_watch.watchers().values()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return watcher.log, first.log
+
+    watcher_log, trigger_log = asyncio.run(scenario())
+    assert seen == [{}, {}]
+    assert watcher_log is not trigger_log
