@@ -50,7 +50,8 @@ RUN_EVENTS = frozenset({"microbatch", "end"})
 
 
 def run_event(line: str) -> dict[str, Any] | None:
-    """The driver's run event (:data:`RUN_EVENTS`) a log line carries, else None."""
+    """The driver's run event (:data:`RUN_EVENTS`) a log line carries, else None; a
+    ``microbatch`` event's ``index`` is an int (one without a whole index is None)."""
     _, marker, payload = line.partition(EVENT_MARKER)
     if not marker:
         return None
@@ -60,6 +61,13 @@ def run_event(line: str) -> dict[str, Any] | None:
         return None
     if not isinstance(event, dict) or event.get("event") not in RUN_EVENTS:
         return None
+    if event["event"] == "microbatch":
+        index = event.get("index")
+        if isinstance(index, str) and index.isdigit():
+            index = int(index)
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            return None
+        event["index"] = index
     return event
 
 

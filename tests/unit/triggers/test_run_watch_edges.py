@@ -207,3 +207,26 @@ def test_the_watcher_works_outside_the_first_triggers_logging_context(
     watcher_log, trigger_log = asyncio.run(scenario())
     assert seen == [{}, {}]
     assert watcher_log is not trigger_log
+
+
+def test_a_malformed_run_event_neither_breaks_the_stream_nor_hides_the_next_one(
+    monkeypatch, tmp_path
+) -> None:
+    monkeypatch.setattr(triggers, "COMMIT_LOOK_S", NEVER_S)  # only the stream wakes them
+    store, jobs = CountedStore(str(tmp_path)), FakeJobs()
+    install(monkeypatch, store, jobs)
+
+    async def scenario() -> dict[str, Any]:
+        waiting = asyncio.create_task(first_event(_microbatch(tmp_path, 1)))
+        await _until(lambda: jobs.streams_opened == 1)
+        store.inner.commit_microbatch("r", 1, {"state": "success", "index": 1})
+        jobs.say(
+            'user code: RAYORCH_EVENT {"event": "microbatch", "index": "three"}\n'
+            'RAYORCH_EVENT {"event": "microbatch"}\n'
+            'RAYORCH_EVENT {"event": "microbatch", "index": 1}\n'
+        )
+        return await asyncio.wait_for(waiting, 10)
+
+    event = asyncio.run(scenario())
+    assert (event["status"], event["index"]) == ("committed", 1)
+    assert jobs.streams_opened == 1
