@@ -44,6 +44,9 @@ KEEP_LINES = 200
 #: After the job ended, how long Ray may take to close its log stream (it reads the
 #: log to its end first, polling every second).
 STREAM_CLOSE_WAIT_S = 10.0
+#: The most of an unfinished line :class:`RunEvents` keeps: a run event is short, but
+#: a line a progress bar rewrites with carriage returns may never end.
+PARTIAL_MAX = 64 * 1024
 #: The driver's events that change what a waiting task sees: a committed microbatch,
 #: the run's end (the driver exits next).
 RUN_EVENTS = frozenset({"microbatch", "end"})
@@ -73,15 +76,27 @@ def run_event(line: str) -> dict[str, Any] | None:
 
 class RunEvents:
     """Splits a streamed log into lines and returns the driver's run events, without
-    relaying anything (the triggerer's run watcher reads the stream this way)."""
+    relaying anything (the triggerer's run watcher reads the stream this way). Of an
+    unfinished line longer than :data:`PARTIAL_MAX` it keeps only what may still hold
+    an event: from its last event marker, else the marker's length."""
 
     def __init__(self) -> None:
         self._partial = ""
 
+    @property
+    def pending(self) -> int:
+        """Characters kept of the unfinished last line."""
+        return len(self._partial)
+
     def feed(self, chunk: str) -> list[dict[str, Any]]:
         """The run events of the complete lines in ``chunk`` (a last unfinished line is
         kept for the next chunk)."""
-        *lines, self._partial = (self._partial + chunk).split("\n")
+        *lines, partial = (self._partial + chunk).split("\n")
+        if len(partial) > PARTIAL_MAX:
+            at = partial.rfind(EVENT_MARKER)
+            keep = len(partial) - at if at >= 0 else len(EVENT_MARKER) - 1
+            partial = partial[-min(keep, PARTIAL_MAX) :]
+        self._partial = partial
         found = (run_event(strip_ansi(line.rstrip("\r"))) for line in lines)
         return [event for event in found if event is not None]
 

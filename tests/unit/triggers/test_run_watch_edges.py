@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_rayorch.common.log_relay import PARTIAL_MAX, RunEvents
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.triggers import _run_watch
@@ -230,3 +231,15 @@ def test_a_malformed_run_event_neither_breaks_the_stream_nor_hides_the_next_one(
     event = asyncio.run(scenario())
     assert (event["status"], event["index"]) == ("committed", 1)
     assert jobs.streams_opened == 1
+
+
+def test_a_line_that_never_ends_is_not_kept_whole_and_its_event_is_still_read() -> None:
+    """A progress bar rewriting one line with carriage returns for hours: the stream's
+    reader keeps a bounded part of it, and an event at its end still counts."""
+    events = RunEvents()
+    bar = "\rrows 12345/99999 [=====>     ] 3.2 s/it" * 32  # 1.3 KiB, no line end
+    for _ in range(1000):
+        assert events.feed(bar) == []
+    assert events.pending <= PARTIAL_MAX
+    found = events.feed("RAYORCH_EV") + events.feed('ENT {"event": "microbatch", "index": 4}\n')
+    assert [event["index"] for event in found] == [4]
