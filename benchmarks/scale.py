@@ -333,12 +333,18 @@ def merge_points(out: Path, new: list[dict[str, Any]]) -> dict[str, Any]:
     return results
 
 
+def _kept(keep: str | None, path: str, n: int) -> str | None:
+    """Where ``--keep`` keeps the store of one point (None: a temporary store)."""
+    return None if keep is None else os.path.join(keep, f"{path}-{n}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sources", type=int, nargs="+", default=[10_000])
     parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS))
     parser.add_argument("--backend", choices=("ray", "local"), default="ray")
     parser.add_argument("--out", type=Path, help="merge the points into this results.json")
+    parser.add_argument("--keep", metavar="DIR", help="keep each run's store under DIR")
     parser.add_argument("--point", choices=PATHS, help=argparse.SUPPRESS)
     parser.add_argument("--store", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -349,7 +355,11 @@ def main() -> None:
         read = read_figures(args.store, ran["run_id"], n)
         print(json.dumps({**ran, **read}), flush=True)
         return
-    points = [measure_point(p, s, args.backend) for p in args.paths for s in args.sources]
+    points = [
+        measure_point(p, s, args.backend, keep=_kept(args.keep, p, s))
+        for p in args.paths
+        for s in args.sources
+    ]
     for p in points:
         print(json.dumps(p), flush=True)
     if args.out:

@@ -14,7 +14,7 @@ from airflow_provider_rayorch.runs.attempts import repair_records
 from airflow_provider_rayorch.runs.driver_log import driver_log_names, driver_log_uri
 from airflow_provider_rayorch.runs.history import attempt_rows
 from airflow_provider_rayorch.runs.records import Attempt, microbatch_count
-from airflow_provider_rayorch.runs.run_state import read_run_state
+from airflow_provider_rayorch.runs.run_state import read_run_state, run_manifest_head
 
 from ._data import MAX_SOURCE_ROWS, MicrobatchView, RunView, _times, apply_state, label_rows
 
@@ -42,7 +42,7 @@ def live_view(
     view.microbatches = _rows_of(agg)
     _times(store, run_id, view.microbatches, timings or {})
     view.sources, view.grains = dict(agg.totals), dict(agg.grains)
-    run = store.run_manifest_record(run_id)
+    run = run_manifest_head(store, run_id)
     if run is not None:
         view.elapsed_s = run.elapsed_s or 0.0
     histories = {

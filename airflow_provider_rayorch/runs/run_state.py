@@ -19,6 +19,7 @@ reads a run's state through :func:`read_run_state`; the rule itself is
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -32,8 +33,10 @@ from airflow_provider_rayorch.runs.paths import RUN_STATE_FILE
 from airflow_provider_rayorch.runs.records import (
     SCHEMA_VERSION,
     Record,
+    RunManifest,
     microbatch_count,
     sanitize_message,
+    validate_record,
 )
 from airflow_provider_rayorch.runs.state_rule import (
     STALE_AFTER,
@@ -67,6 +70,7 @@ __all__ = [
     "record_not_started",
     "record_stopped",
     "recorded_job_status",
+    "run_manifest_head",
     "write_run_state",
 ]
 
@@ -287,9 +291,10 @@ def read_run_state(
     from airflow_provider_rayorch.runs.attempts import repair_records
     from airflow_provider_rayorch.runs.history import attempt_rows, repairs_note
 
-    manifest = store.run_manifest_record(run_id)
-    plan = store.read_plan(run_id)
     repairs = repair_records(store, run_id)
+    # its listing tells a repair since it was written only: read it when it can
+    manifest = run_manifest_head(store, run_id, listing=bool(repairs) or manifests is not None)
+    plan = store.read_plan(run_id)
     record, unreadable = _read_record(store, run_id)
     # a finished unrepaired run, or one its driver still runs, needs no manifest read
     needs = manifest is None or bool(repairs)
@@ -319,6 +324,24 @@ def read_run_state(
     note = repairs_note(attempt_rows(histories, repairs)) if repairs else None
     state = with_note(decide_state(facts, now=now), unreadable or job_unreadable)
     return with_repairs(state, note)
+
+
+def run_manifest_head(store: RunStore, run_id: str, *, listing: bool = False) -> RunManifest | None:
+    """The run manifest; without ``listing``, its per-microbatch listing (one entry a
+    microbatch) is left out unvalidated: the run's verdict reads the same."""
+    if listing:
+        return store.run_manifest_record(run_id)
+    parts = paths.run_manifest(run_id)
+    raw = store.read_bytes(parts)
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:  # the typed read names the file and the fix
+        return store.run_manifest_record(run_id)
+    if isinstance(data, dict):
+        data.pop("microbatches", None)
+    return validate_record(RunManifest, data, store.record_uri(parts))
 
 
 def _counts_state(manifests: list[MicrobatchManifest], max_failed_ratio: float) -> str:
