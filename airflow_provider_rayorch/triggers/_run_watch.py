@@ -7,7 +7,8 @@ watcher follows the job's log stream once and wakes the waiters of microbatch ``
 when the driver announces its commit (``RAYORCH_EVENT {"event": "microbatch"}``);
 the driver's ``end`` event makes it read the job's status at :class:`EndPoll`'s fast
 cadence. While the stream is not there (not yet, broken, or refused) it lists the
-run's committed microbatches once per look instead. Either way the job's status is
+run's committed microbatches once per look instead (a failed listing is tried again
+at the next look, for :data:`STORE_PATIENCE_S`). Either way the job's status is
 read once per poll interval for the whole run; its end, or an unreadable job, wakes
 every waiter. A woken trigger reads its own record once: the store is the truth, the
 watcher only says when to look.
@@ -44,6 +45,9 @@ __all__ = ["RunFacts", "RunKey", "RunWatcher", "Waiter", "watchers", "watching"]
 
 #: the watcher's own logger: it outlives the trigger that started it
 _LOG = logging.getLogger(__name__)
+#: how long the store's listings may fail in a row (a failed one is tried again at the
+#: next look) before the watcher gives up and every trigger raises the last error
+STORE_PATIENCE_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,9 @@ class RunWatcher:
         self.job_ended = False
         self.driver_ended = False
         self.streaming = False
+        #: a listing succeeded (the stream does not announce an earlier job's commits)
+        self.listed = False
+        self._look_failing_since: float | None = None
         #: the stream closed (Ray closes it once the job ended) or broke
         self.stream_done = False
         self.stream_failed = False
@@ -355,11 +362,12 @@ class RunWatcher:
                     return
                 read_at = loop.time()
                 next_job = read_at + self.end_poll.wait(read_at)
-            if not self.streaming and loop.time() >= next_look:
+            listing = not self.streaming or not self.listed
+            if listing and loop.time() >= next_look:
                 await self._look()
                 next_look = loop.time() + self.look_s
             wait = next_job if job_id is not None else next_look
-            if not self.streaming:
+            if listing:
                 wait = min(wait, next_look)
             await self._pause(wait - loop.time())
 
@@ -381,8 +389,31 @@ class RunWatcher:
         self.job_ended = self.status.is_terminal
 
     async def _look(self) -> None:
-        """One listing of the committed microbatches; with a run waiter, also whether
-        the run manifest is there (the driver exits next)."""
+        """One listing of the store; a failed one is logged and left to the next look,
+        until the listings failed for :data:`STORE_PATIENCE_S` in a row."""
+        now = asyncio.get_running_loop().time()
+        try:
+            await self._list()
+        except Exception as exc:
+            since = self._look_failing_since
+            if since is None:
+                self._look_failing_since = since = now
+            if now - since >= STORE_PATIENCE_S:
+                raise
+            (self.log.warning if since == now else self.log.debug)(
+                "listing run %s in %s failed (tried again in %g s): %s",
+                self.key.run_id,
+                self.key.run_store,
+                self.look_s,
+                exc,
+            )
+            return
+        self._look_failing_since = None
+        self.listed = True
+
+    async def _list(self) -> None:
+        """The committed microbatches; with a run waiter, also whether the run
+        manifest is there (the driver exits next)."""
         run_id = self.key.run_id
         self._committed(set(await asyncio.to_thread(self.store.committed, run_id)))
         if self.driver_ended or not any(w.run_end for w in self.waiters):

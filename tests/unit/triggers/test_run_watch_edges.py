@@ -243,3 +243,49 @@ def test_a_line_that_never_ends_is_not_kept_whole_and_its_event_is_still_read() 
     assert events.pending <= PARTIAL_MAX
     found = events.feed("RAYORCH_EV") + events.feed('ENT {"event": "microbatch", "index": 4}\n')
     assert [event["index"] for event in found] == [4]
+
+
+class _FlakyStore(CountedStore):
+    """A store whose first ``failures`` listings fail as a network blip does."""
+
+    def __init__(self, root: str, failures: int) -> None:
+        super().__init__(root)
+        self.failures = failures
+
+    def committed(self, run_id: str) -> frozenset[int]:
+        if self.failures:
+            self.failures -= 1
+            raise OSError("When listing objects under key 'r/manifests': curl error 28")
+        return super().committed(run_id)
+
+
+def test_a_listing_that_fails_once_is_tried_again_and_fails_no_trigger(
+    monkeypatch, tmp_path
+) -> None:
+    """A blip while listing the store (every look, for the run's whole length) is
+    not the store being unreadable: the next look lists it again."""
+    monkeypatch.setattr(triggers, "COMMIT_LOOK_S", 0.01)
+    store, jobs = _FlakyStore(str(tmp_path), failures=2), FakeJobs(stream=False)
+    install(monkeypatch, store, jobs)
+    store.inner.commit_microbatch("r", 0, {"state": "success", "index": 0})
+
+    event = asyncio.run(asyncio.wait_for(first_event(_microbatch(tmp_path, 0)), 10))
+    assert (event["status"], event["index"]) == ("committed", 0)
+    assert store.failures == 0
+
+
+def test_listings_failing_past_the_watchers_patience_fail_every_trigger(
+    monkeypatch, tmp_path
+) -> None:
+    monkeypatch.setattr(triggers, "COMMIT_LOOK_S", 0.01)
+    monkeypatch.setattr(_run_watch, "STORE_PATIENCE_S", 0.0)
+    store, jobs = _FlakyStore(str(tmp_path), failures=1000), FakeJobs(stream=False)
+    install(monkeypatch, store, jobs)
+
+    async def scenario() -> list[Any]:
+        tasks = [asyncio.create_task(first_event(_microbatch(tmp_path, i))) for i in (0, 1)]
+        return await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 10)
+
+    failed = asyncio.run(scenario())
+    assert all(isinstance(exc, StoreError) for exc in failed), failed
+    assert all("curl error 28" in str(exc) for exc in failed)
