@@ -44,8 +44,9 @@ KEEP_LINES = 200
 #: After the job ended, how long Ray may take to close its log stream (it reads the
 #: log to its end first, polling every second).
 STREAM_CLOSE_WAIT_S = 10.0
-#: The most of an unfinished line :class:`RunEvents` keeps: a run event is short, but
-#: a line a progress bar rewrites with carriage returns may never end.
+#: The most of an unfinished line :class:`RunEvents` and :class:`LineRelay` keep: a
+#: run event is short, but a line a progress bar rewrites with carriage returns may
+#: never end.
 PARTIAL_MAX = 64 * 1024
 #: The driver's events that change what a waiting task sees: a committed microbatch,
 #: the run's end (the driver exits next).
@@ -120,10 +121,24 @@ class LineRelay:
         news, self._news = self._news, False
         return news
 
+    @property
+    def pending(self) -> int:
+        """Characters kept of the unfinished last line."""
+        return len(self._partial)
+
     def feed(self, chunk: str) -> None:
-        """Relay the complete lines of a new ``chunk``; keep an unfinished last line."""
+        """Relay the complete lines of a new ``chunk``; keep an unfinished last line.
+        Of one longer than :data:`PARTIAL_MAX` only what follows its last carriage
+        return is kept (what a terminal shows of a rewritten line); still longer, it
+        is relayed as a line of its own."""
         self.consumed += len(chunk)
-        *lines, self._partial = (self._partial + chunk).split("\n")
+        *lines, partial = (self._partial + chunk).split("\n")
+        if len(partial) > PARTIAL_MAX:
+            partial = partial[max(partial.rfind("\r"), 0) :]
+            if len(partial) > PARTIAL_MAX:
+                lines.append(partial)
+                partial = ""
+        self._partial = partial
         for line in lines:
             self._relay(line)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_rayorch.common.log_relay import PARTIAL_MAX, RunEvents
+from airflow_provider_rayorch.common.log_relay import PARTIAL_MAX, LineRelay, RunEvents
 from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.triggers import _run_watch
@@ -289,3 +289,26 @@ def test_listings_failing_past_the_watchers_patience_fail_every_trigger(
     failed = asyncio.run(scenario())
     assert all(isinstance(exc, StoreError) for exc in failed), failed
     assert all("curl error 28" in str(exc) for exc in failed)
+
+
+def test_the_run_triggers_log_tail_keeps_a_bounded_part_of_a_line_that_never_ends() -> None:
+    """The same progress bar through the log relay: a bounded part of the line is kept,
+    and relayed with its end once the line ends."""
+    relayed: list[str] = []
+
+    class Log:
+        def info(self, fmt: str, prefix: str, line: str) -> None:
+            relayed.append(line)
+
+        debug = info
+
+    relay = LineRelay(Log(), "[ray job j]")
+    bar = "\rrows 12345/99999 [=====>     ] 3.2 s/it" * 32
+    for _ in range(1000):
+        relay.feed(bar)
+    assert relay.pending <= PARTIAL_MAX
+    relay.feed("\rrows 99999/99999 done\n")
+    (line,) = relayed
+    assert line.endswith("\rrows 99999/99999 done")
+    assert len(line) <= PARTIAL_MAX + len("\rrows 99999/99999 done")
+    assert relay.consumed == 1000 * len(bar) + len("\rrows 99999/99999 done\n")
