@@ -85,10 +85,7 @@ class RunStateRecord(Record):
     the Airflow task owning its job) last wrote it."""
 
     KIND: ClassVar[str] = "run-state record"
-    FIX: ClassVar[str] = (
-        "delete it: the run's next driver writes it again; until then the run's state is "
-        "read from its manifests"
-    )
+    FIX: ClassVar[str] = "delete it: the next driver rewrites it (the manifests tell the state)"
 
     schema_version: int = SCHEMA_VERSION
     state: State

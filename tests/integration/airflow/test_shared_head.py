@@ -16,14 +16,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from airflow_provider_rayorch.common import local_heads
+from airflow_provider_rayorch.operators import local_head
 from airflow_provider_rayorch.operators._head_groups import group_members
 from airflow_provider_rayorch.operators._head_start import answers_jobs
-from airflow_provider_rayorch.operators.local_head import (
-    shared_head,
-    start_local_head,
-    stop_local_head,
-    stop_shared_head,
-)
 from tests.processes import run_in_own_session
 
 if TYPE_CHECKING:
@@ -61,7 +56,7 @@ def heads_dir(tmp_path: Path, monkeypatch) -> Iterator[Path]:
     monkeypatch.setenv("RAYORCH_LOCAL_HEADS_DIR", str(folder))
     monkeypatch.setenv("RAYORCH_SHARED_HEAD_IDLE_S", "3600")
     yield folder
-    stop_shared_head(timeout=5)
+    local_head.stop_shared_head(timeout=5)
 
 
 def _find_in_process(env: dict[str, str]) -> subprocess.Popen[str]:
@@ -90,15 +85,15 @@ def test_runs_starting_together_share_one_head(heads_dir: Path) -> None:
     assert record is not None
     assert answers_jobs(record)
     # a later run finds it again
-    later = shared_head(timeout=START_S)
+    later = local_head.shared_head(timeout=START_S)
     assert (later.started, later.info["pgid"]) == (False, found[0]["pgid"])
 
 
 def test_a_head_killed_between_runs_is_replaced(heads_dir: Path) -> None:
-    first = shared_head(num_cpus=1, timeout=START_S)
+    first = local_head.shared_head(num_cpus=1, timeout=START_S)
     assert first.started
     os.killpg(int(first.info["pgid"]), signal.SIGKILL)
-    second = shared_head(num_cpus=1, timeout=START_S)
+    second = local_head.shared_head(num_cpus=1, timeout=START_S)
     assert second.started
     assert second.info["pgid"] != first.info["pgid"]
     assert answers_jobs(second.info)
@@ -115,10 +110,10 @@ def test_deployment_stop_stops_the_shared_head_and_nothing_else(
     other_dir = tmp_path / "someone-elses-heads"
     with contextlib.ExitStack() as stack:
         os.environ["RAYORCH_LOCAL_HEADS_DIR"] = str(other_dir)
-        other = start_local_head(num_cpus=1, timeout=START_S)
-        stack.callback(stop_local_head, other, timeout=5)
+        other = local_head.start_local_head(num_cpus=1, timeout=START_S)
+        stack.callback(local_head.stop_local_head, other, timeout=5)
         os.environ["RAYORCH_LOCAL_HEADS_DIR"] = str(heads_dir)
-        shared = shared_head(num_cpus=1, timeout=START_S)
+        shared = local_head.shared_head(num_cpus=1, timeout=START_S)
 
         home = heads_dir.parent.parent
         got = run_in_own_session(
