@@ -33,6 +33,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.rayorch.errors import DriverError
+from airflow_provider_rayorch.runs import live_reports
 from airflow_provider_rayorch.runs.aggregate import RunAggregate
 from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.commit import commit_microbatch, root_name
@@ -289,6 +290,7 @@ def _run_plan(
                     aggregate.add(manifest)
                     state.committed()
                     _add_timing(aggregate, mb)
+                    _forget_timeline(executor)
                     ticker.observe(_grains_dispatched(executor))
                     ticker.committed()
                     _say(microbatch_line(manifest, total, _microbatch_elapsed(mb, last_commit)))
@@ -471,6 +473,14 @@ def _manifests(
         manifest = store.manifest_record(run_id, index)
         if manifest is not None:
             yield manifest
+
+
+def _forget_timeline(executor: Any) -> None:
+    """Keep the engine's timeline to what reports read (an engine that keeps none:
+    nothing to do)."""
+    forget = getattr(executor, "forget_timeline", None)
+    if forget is not None:
+        forget(live_reports.REPORT_TIMELINE)
 
 
 def _add_timing(aggregate: RunAggregate, mb: Any) -> None:

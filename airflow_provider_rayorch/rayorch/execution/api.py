@@ -211,6 +211,14 @@ class Executor:
         records = core.timeline if last is None else core.timeline[-last:]
         return timeline_records(records, self.last_started)
 
+    def forget_timeline(self, keep: int) -> None:
+        """Drop all but the last ``keep`` timeline records of the current run once it
+        holds twice that many: a long streaming run whose reports read the latest ones
+        only keeps at most ``2 * keep``. Call on the thread that iterates the run."""
+        core = getattr(self, "_current_core", None)
+        if core is not None and len(core.timeline) >= 2 * keep:
+            del core.timeline[: len(core.timeline) - keep]
+
     def grains_dispatched(self) -> int:
         """Grains dispatched so far in the current (or last) run. Unlike ``call_metrics``
         it reads one counter and iterates nothing, so a progress thread may call it
