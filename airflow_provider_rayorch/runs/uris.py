@@ -14,8 +14,11 @@ the store's records and shown on ``ps``. Such a URI is refused with
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
@@ -53,6 +56,12 @@ _OPTIONS = "run_store_options"
 _BOOLEAN_WORDS = {"true": True, "false": False}
 #: pyarrow's URI opener (a module attribute, so a test can stand in for AWS)
 _from_uri = pafs.FileSystem.from_uri
+#: Remote filesystems this process opened, by URI and options, most recent last: a
+#: store, a listing or a trigger opening the same place again reuses the client (its
+#: connections and credential lookup). At most this many are kept.
+OPENED_MAX = 64
+_opened: OrderedDict[tuple[str, str], tuple[pafs.FileSystem, str]] = OrderedDict()
+_opened_lock = threading.Lock()
 
 
 class StoreUnreachable(StoreError, OSError):
@@ -160,6 +169,23 @@ def open_filesystem(
         )
     if is_local(uri):
         return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(uri))
+    key = (uri, json.dumps(dict(options or {}), sort_keys=True, default=repr))
+    with _opened_lock:
+        if key in _opened:
+            _opened.move_to_end(key)
+            return _opened[key]
+    opened = _open_remote(uri, options, setting)
+    with _opened_lock:
+        _opened[key] = opened
+        while len(_opened) > OPENED_MAX:
+            _opened.popitem(last=False)
+    return opened
+
+
+def _open_remote(
+    uri: str, options: Mapping[str, Any] | None, setting: str
+) -> tuple[pafs.FileSystem, str]:
+    """A new filesystem for a remote ``uri`` (see :func:`open_filesystem`)."""
     split = urlsplit(uri)
     scheme = split.scheme.lower()
     if options and scheme in ("s3", "gs", "gcs"):

@@ -120,9 +120,14 @@ class _RunStoreSensor(BaseSensorOperator):
         Jobs API the task uses (``ray_address``) when no connection exists."""
         return RayOrchHook(self.rayorch_conn_id, address=self.ray_address)
 
-    def _store(self) -> RunStore:
-        # the connection's run_store_options (endpoint, region, keys) open the store URI
+    @cached_property
+    def _run_store(self) -> RunStore:
+        """The run store, opened once per task (every poke reads through it) with the
+        connection's ``run_store_options`` (endpoint, region, keys)."""
         return self._store_hook.run_store(self.run_store)
+
+    def _store(self) -> RunStore:
+        return self._run_store
 
     @property
     def first_job(self) -> str | None:

@@ -195,3 +195,21 @@ def test_a_sources_glob_with_credentials_is_refused_pointing_at_the_credential_c
     assert str(info.value).startswith("sources URI s3://***@landing/in/")
     assert "run_store_options" not in str(info.value)
     assert SECRET not in str(info.value)
+
+
+def test_a_remote_filesystem_is_opened_once_per_uri_and_options() -> None:
+    """A store, a listing or a trigger opening the same remote place again reuses its
+    client; other options get another one; at most OPENED_MAX are kept."""
+    from airflow_provider_rayorch.runs import uris
+
+    options = {"endpoint_override": "http://127.0.0.1:9", "access_key": "a", "secret_key": "b"}
+    first, root = open_filesystem("s3://bucket/runs", options)
+    again, _ = open_filesystem("s3://bucket/runs", dict(options))
+    other, _ = open_filesystem("s3://bucket/runs", {**options, "region": "eu-west-1"})
+    assert again is first
+    assert other is not first
+    assert root == "bucket/runs"
+    for i in range(uris.OPENED_MAX + 1):
+        open_filesystem(f"s3://bucket-{i}/runs", options)
+    assert len(uris._opened) == uris.OPENED_MAX
+    assert open_filesystem("s3://bucket/runs", options)[0] is not first  # the oldest went
