@@ -3,13 +3,16 @@ the same one."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 from unittest import mock
-
-import pytest
 
 from airflow_provider_rayorch.hooks.rayorch import RayOrchHook
 from airflow_provider_rayorch.sensors.rayorch import RayOrchMicrobatchSensor
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pytest
 
 
 def test_every_poke_reads_through_one_run_store(
