@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.rayorch import summary as summaries
+from airflow_provider_rayorch.runs.aggregate import RunAggregate
 from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.verdict import judged
 
 if TYPE_CHECKING:
-    from airflow_provider_rayorch.runs.aggregate import RunAggregate
     from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = ["rewrite_repaired_run_manifest", "write_run_manifest"]
@@ -35,7 +35,15 @@ def write_run_manifest(
 ) -> dict[str, Any]:
     """Sum the committed microbatch manifests into the run manifest, judge it against
     ``max_failed_ratio``, write it and return it. ``aggregate``: the driver's running
-    sum of this run's commits, so no manifest is read back (else every one is)."""
+    sum of this run's commits, so no manifest is read back; else they are read one at
+    a time into an aggregate of their own (all at once for a run without a plan
+    record, or judged against another ratio than its plan's)."""
+    if aggregate is None:
+        plan = store.read_plan(run_id)
+        if plan is not None and plan.max_failed_ratio == max_failed_ratio:
+            committed = sorted(store.committed(run_id))
+            found = (store.manifest_record(run_id, i) for i in committed)
+            aggregate = RunAggregate.of(plan, (m for m in found if m is not None))
     figures: dict[str, Any] = {
         "elapsed_s": elapsed_s,
         "run_id": run_id,

@@ -14,7 +14,9 @@ from airflow_provider_rayorch.reports._live import live_view
 from airflow_provider_rayorch.runs.aggregate import MAX_BINS, MAX_ROWS, RunAggregate
 from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.records import MicrobatchManifest
+from airflow_provider_rayorch.runs.run_manifest import write_run_manifest
 from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
+from airflow_provider_rayorch.runs.verdict import judged
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -130,3 +132,31 @@ def test_a_live_report_of_more_microbatches_than_bins_shows_rows_of_several(tmp_
     assert sum(r.size for r in rows) == 1000
     assert sum(r.done_count for r in rows) == 999
     assert view.sources["failed"] == 1
+
+
+def test_a_rewritten_run_manifest_reads_the_manifests_one_at_a_time(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = RunStore(str(tmp_path))
+    store.write_plan(_plan(40, ratio=0.4))
+    manifests = [_manifest(i, failed=i % 3) for i in range(0, 40, 2)]
+    for m in manifests:
+        store.commit_microbatch("run", m.microbatch.index, plain(m))  # type: ignore[union-attr]
+    expected = summaries.run_summary(
+        [plain(m) for m in store.manifest_records("run")],
+        elapsed_s=2.0,
+        run_id="run",
+        pipeline="m:P",
+        fingerprint="f",
+        outputs_uri=store.outputs_uri("run"),
+        max_failed_ratio=0.4,
+    )
+
+    def all_at_once(run_id: str) -> None:
+        raise AssertionError("every manifest read at once")
+
+    monkeypatch.setattr(store, "manifest_records", all_at_once)
+    written = write_run_manifest(
+        store, "run", elapsed_s=2.0, pipeline="m:P", fingerprint="f", max_failed_ratio=0.4
+    )
+    assert written == judged(expected, 0.4)
