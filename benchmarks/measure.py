@@ -143,3 +143,29 @@ def host_cpu_busy(before: tuple[int, int] | None, after: tuple[int, int] | None)
     if before is None or after is None or after[0] <= before[0]:
         return None
     return round(1 - (after[1] - before[1]) / (after[0] - before[0]), 4)
+
+
+def child_result(
+    argv: list[str], *, cwd: Any, env: dict[str, str], timeout: float, what: str
+) -> dict[str, Any]:
+    """Run ``python <argv>`` in a fresh process; the JSON object on its last ``{`` line.
+    Raises naming ``what`` with the end of its output when it failed or printed none."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stdout + proc.stderr)[-2000:]
+        raise RuntimeError(f"{what} exited {proc.returncode}: {tail}")
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result

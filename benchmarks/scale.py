@@ -27,13 +27,14 @@ import os
 import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks.measure import child_result
 
 __all__ = ["PATHS", "measure_point", "run_section"]
 
@@ -58,21 +59,13 @@ def _env() -> dict[str, str]:
 
 def _child(args: list[str]) -> dict[str, Any]:
     """Run ``python -m benchmarks.scale <args>`` in a fresh process; its last line's JSON."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.scale", *args],
+    return child_result(
+        ["-m", "benchmarks.scale", *args],
         cwd=REPO,
         env=_env(),
-        capture_output=True,
-        text=True,
         timeout=POINT_TIMEOUT_S,
-        check=False,
+        what=f"scale {' '.join(args)}",
     )
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        tail = (proc.stdout + proc.stderr)[-2000:]
-        raise RuntimeError(f"scale {' '.join(args)} exited {proc.returncode}: {tail}")
-    result: dict[str, Any] = json.loads(lines[-1])
-    return result
 
 
 # -- one run, in its own process ---------------------------------------------------------

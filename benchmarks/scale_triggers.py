@@ -21,13 +21,13 @@ import asyncio
 import contextlib
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from benchmarks.measure import child_result
 
 __all__ = ["measure_triggers"]
 
@@ -205,21 +205,13 @@ def measure_triggers(count: int, seconds: float, warm_s: float = WARM_S) -> dict
     env = {k: v for k, v in os.environ.items() if k != "AIRFLOW_CONN_RAYORCH_DEFAULT"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     argv = ["-m", "benchmarks.scale_triggers", "--triggers", str(count), "--warm", str(warm_s)]
-    proc = subprocess.run(
-        [sys.executable, *argv, "--seconds", str(seconds)],
+    return child_result(
+        [*argv, "--seconds", str(seconds)],
         cwd=REPO,
         env=env,
-        capture_output=True,
-        text=True,
         timeout=seconds + warm_s + 300,
-        check=False,
+        what=f"{count} triggers",
     )
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        tail = (proc.stdout + proc.stderr)[-2000:]
-        raise RuntimeError(f"{count} triggers exited {proc.returncode}: {tail}")
-    result: dict[str, Any] = json.loads(lines[-1])
-    return result
 
 
 def main() -> None:

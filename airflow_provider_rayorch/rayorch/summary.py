@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FAILURES_CAP",
+    "assemble_run_summary",
     "failed_ratio",
     "microbatch_summary",
     "run_summary",
@@ -120,16 +121,47 @@ def run_summary(
                 for a in part["attempts"]
             ]
         listing.append(entry)
+    return assemble_run_summary(
+        sources,
+        entities,
+        grains,
+        failures,
+        listing,
+        elapsed_s=elapsed_s,
+        run_id=run_id,
+        pipeline=pipeline,
+        fingerprint=fingerprint,
+        outputs_uri=outputs_uri,
+        max_failed_ratio=max_failed_ratio,
+    )
+
+
+def assemble_run_summary(
+    sources: Mapping[str, int],
+    entities: Mapping[str, int],
+    grains: Mapping[str, int],
+    failures: Iterable[Mapping[str, Any]],
+    microbatches: list[dict[str, Any]],
+    *,
+    elapsed_s: float,
+    run_id: str | None,
+    pipeline: str | None,
+    fingerprint: str | None,
+    outputs_uri: str | None,
+    max_failed_ratio: float,
+) -> dict[str, Any]:
+    """The run summary's shape (API.md section 3) from its summed parts: judged
+    against ``max_failed_ratio``, failures capped at :data:`FAILURES_CAP`."""
     return {
         "run_id": run_id,
         "pipeline": pipeline,
         "fingerprint": fingerprint,
         "state": summary_state(sources, max_failed_ratio),
-        "sources": sources,
-        "entities": entities,
-        "grains": grains,
-        "failures": failures[:FAILURES_CAP],
+        "sources": dict(sources),
+        "entities": dict(entities),
+        "grains": dict(grains),
+        "failures": [dict(f) for f in failures][:FAILURES_CAP],
         "outputs": {"uri": outputs_uri, "rows": sources["present"]},
-        "microbatches": listing,
+        "microbatches": microbatches,
         "elapsed_s": round(float(elapsed_s), 6),
     }

@@ -21,7 +21,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.rayorch.errors import StoreError, UsageError
-from airflow_provider_rayorch.rayorch.summary import FAILURES_CAP, summary_state
+from airflow_provider_rayorch.rayorch.summary import (
+    FAILURES_CAP,
+    assemble_run_summary,
+    summary_state,
+)
 from airflow_provider_rayorch.runs.records import microbatch_count
 
 if TYPE_CHECKING:
@@ -312,19 +316,19 @@ class RunAggregate:
         with self._lock:
             sources = {k: self.totals[k] for k in _OUTCOMES}
             listing = [self._entry(i, code) for i, code in enumerate(self.states) if code]
-            return {
-                "run_id": run_id,
-                "pipeline": pipeline,
-                "fingerprint": fingerprint,
-                "state": summary_state(sources, max_failed_ratio),
-                "sources": sources,
-                "entities": dict(self.entities),
-                "grains": dict(self.grains),
-                "failures": [dict(f) for _, f in self.failures],
-                "outputs": {"uri": outputs_uri, "rows": sources["present"]},
-                "microbatches": listing,
-                "elapsed_s": round(float(elapsed_s), 6),
-            }
+            return assemble_run_summary(
+                sources,
+                self.entities,
+                self.grains,
+                (f for _, f in self.failures),
+                listing,
+                elapsed_s=elapsed_s,
+                run_id=run_id,
+                pipeline=pipeline,
+                fingerprint=fingerprint,
+                outputs_uri=outputs_uri,
+                max_failed_ratio=max_failed_ratio,
+            )
 
     def _entry(self, index: int, code: int) -> dict[str, Any]:
         first, count = self.odd_refs.get(index) or _layout(self.plan, index)
