@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
@@ -69,6 +69,20 @@ async def _close(hook: RayOrchHook) -> None:
         await hook.aclose()
 
 
+class RunOptions(TypedDict, total=False):
+    """The keywords both triggers take beside their run: how to reach the cluster
+    (``rayorch_conn_id``, default ``rayorch_default``; ``address``), how often to
+    look (``poll_interval``, default 5 s), the failed-ratio bar
+    (``max_failed_ratio``, default 0) and whether the trigger ends the task
+    (``end_from_trigger``, default False)."""
+
+    rayorch_conn_id: str
+    address: str | None
+    poll_interval: float
+    max_failed_ratio: float
+    end_from_trigger: bool
+
+
 class _RunTrigger(DeclaredFields, BaseTrigger):
     """What both triggers share: the run they watch (its store, maybe its job), how
     to reach the cluster, and how the task ends."""
@@ -88,12 +102,13 @@ class _RunTrigger(DeclaredFields, BaseTrigger):
         run_store: str,
         job_id: str | None,
         *,
-        rayorch_conn_id: str,
-        address: str | None,
-        poll_interval: float,
-        max_failed_ratio: float,
-        end_from_trigger: bool,
+        rayorch_conn_id: str = RayOrchHook.default_conn_name,
+        address: str | None = None,
+        poll_interval: float = 5.0,
+        max_failed_ratio: float = 0.0,
+        end_from_trigger: bool = False,
     ) -> None:
+        """Keep the run's fields; the defaults of :class:`RunOptions` are these."""
         self.run_id = str(run_id)
         self.run_store = str(run_store)
         self.job_id = str(job_id) if job_id else None
@@ -155,13 +170,9 @@ class RayOrchJobTrigger(_RunTrigger):
         job_id: str,
         run_id: str,
         run_store: str,
-        rayorch_conn_id: str = RayOrchHook.default_conn_name,
-        address: str | None = None,
-        poll_interval: float = 5.0,
         tail_logs: bool = True,
-        max_failed_ratio: float = 0.0,
-        end_from_trigger: bool = False,
         to_clear: str = "the task",
+        **options: Unpack[RunOptions],
     ) -> None:
         super().__init__()
         if not job_id or not run_id or not run_store:
@@ -169,16 +180,7 @@ class RayOrchJobTrigger(_RunTrigger):
                 "RayOrchJobTrigger: job_id, run_id and run_store are required, got "
                 f"job_id={job_id!r}, run_id={run_id!r}, run_store={run_store!r}"
             )
-        self._set_run(
-            run_id,
-            run_store,
-            job_id,
-            rayorch_conn_id=rayorch_conn_id,
-            address=address,
-            poll_interval=poll_interval,
-            max_failed_ratio=max_failed_ratio,
-            end_from_trigger=end_from_trigger,
-        )
+        self._set_run(run_id, run_store, job_id, **options)
         self.job_id: str = str(job_id)
         self.tail_logs = bool(tail_logs)
         self._streaming = False  # the tail reads Ray's log stream (it ends by itself)
@@ -366,11 +368,7 @@ class RayOrchMicrobatchTrigger(_RunTrigger):
         run_store: str,
         index: int,
         job_id: str | None = None,
-        rayorch_conn_id: str = RayOrchHook.default_conn_name,
-        address: str | None = None,
-        poll_interval: float = 5.0,
-        max_failed_ratio: float = 0.0,
-        end_from_trigger: bool = False,
+        **options: Unpack[RunOptions],
     ) -> None:
         super().__init__()
         if not run_id or not run_store:
@@ -380,16 +378,7 @@ class RayOrchMicrobatchTrigger(_RunTrigger):
             )
         if int(index) < 0:
             raise UsageError(f"RayOrchMicrobatchTrigger: index must be >= 0, got {index}")
-        self._set_run(
-            run_id,
-            run_store,
-            job_id,
-            rayorch_conn_id=rayorch_conn_id,
-            address=address,
-            poll_interval=poll_interval,
-            max_failed_ratio=max_failed_ratio,
-            end_from_trigger=end_from_trigger,
-        )
+        self._set_run(run_id, run_store, job_id, **options)
         self.index = int(index)
 
     async def _committed(self, manifest: dict[str, Any]) -> TriggerEvent:

@@ -6,7 +6,11 @@ import inspect
 
 import pytest
 
-from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger, RayOrchMicrobatchTrigger
+from airflow_provider_rayorch.triggers.rayorch import (
+    RayOrchJobTrigger,
+    RayOrchMicrobatchTrigger,
+    RunOptions,
+)
 from airflow_provider_rayorch.triggers.sources import RayOrchNewSourcesTrigger
 
 
@@ -21,7 +25,11 @@ from airflow_provider_rayorch.triggers.sources import RayOrchNewSourcesTrigger
 )
 def test_a_trigger_serializes_its_constructor_keywords(trigger) -> None:
     path, kwargs = trigger.serialize()
-    keywords = set(inspect.signature(type(trigger).__init__).parameters) - {"self"}
+    parameters = inspect.signature(type(trigger).__init__).parameters.values()
+    keywords = {p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    keywords.discard("self")
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):  # **options: Unpack[RunOptions]
+        keywords |= RunOptions.__optional_keys__
     assert path == f"{type(trigger).__module__}.{type(trigger).__qualname__}"
     assert set(kwargs) == keywords
     assert type(trigger)(**kwargs).serialize() == (path, kwargs)
