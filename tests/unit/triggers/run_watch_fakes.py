@@ -17,6 +17,7 @@ from airflow_provider_rayorch.triggers import rayorch as triggers
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+    from pathlib import Path
 
     import pytest
 
@@ -135,6 +136,27 @@ def install(monkeypatch: pytest.MonkeyPatch, store: CountedStore, jobs: FakeJobs
     monkeypatch.setattr(hook, "aapi", aapi)
     monkeypatch.setattr(hook, "aclose", aclose)
     monkeypatch.setattr(_run_watch, "astream_job_logs", jobs.logs)
+
+
+#: a poll interval or look no test waits out: what wakes a trigger is the stream
+NEVER_S = 600.0
+
+
+def trigger_of(
+    tmp_path: Path, index: int, poll_interval: float = NEVER_S
+) -> triggers.RayOrchMicrobatchTrigger:
+    """Microbatch ``index``'s trigger of run ``r`` (job ``j``) in the store at ``tmp_path``."""
+    return triggers.RayOrchMicrobatchTrigger(
+        run_id="r", run_store=str(tmp_path), index=index, job_id="j", poll_interval=poll_interval
+    )
+
+
+async def until(check: Any) -> None:
+    """Yield to the loop until ``check()`` (the test's watchdog bounds it)."""
+    while True:
+        if check():
+            return
+        await asyncio.sleep(0)
 
 
 async def first_event(trigger: Any) -> dict[str, Any]:

@@ -14,18 +14,16 @@ import pytest
 from airflow_provider_rayorch.triggers import _run_watch
 from airflow_provider_rayorch.triggers import rayorch as triggers
 from airflow_provider_rayorch.triggers.rayorch import RayOrchJobTrigger, RayOrchMicrobatchTrigger
-from tests.unit.triggers.run_watch_fakes import CountedStore, FakeJobs, first_event, install
+from tests.unit.triggers.run_watch_fakes import (
+    NEVER_S,
+    CountedStore,
+    FakeJobs,
+    first_event,
+    install,
+    trigger_of,
+)
 
 pytestmark = pytest.mark.timeout(60)
-
-#: a poll interval or look no test waits out: what wakes a trigger is the stream
-NEVER_S = 600.0
-
-
-def _microbatch(tmp_path, index: int, poll_interval: float = NEVER_S) -> RayOrchMicrobatchTrigger:
-    return RayOrchMicrobatchTrigger(
-        run_id="r", run_store=str(tmp_path), index=index, job_id="j", poll_interval=poll_interval
-    )
 
 
 def _commit(store: CountedStore, index: int) -> None:
@@ -49,7 +47,7 @@ async def _run_and_microbatches(tmp_path, count: int) -> list[asyncio.Task[dict[
     run = RayOrchJobTrigger(
         job_id="j", run_id="r", run_store=str(tmp_path), poll_interval=NEVER_S, tail_logs=False
     )
-    tasks = [asyncio.create_task(first_event(_microbatch(tmp_path, i))) for i in range(count)]
+    tasks = [asyncio.create_task(first_event(trigger_of(tmp_path, i))) for i in range(count)]
     tasks.append(asyncio.create_task(first_event(run)))
     await _streaming()
     return tasks
@@ -71,7 +69,7 @@ def _reads_per_look(monkeypatch, tmp_path, n: int) -> tuple[int, int]:
     async def scenario() -> tuple[int, int]:
         counted = store.at_listing(30)
         waiting = [
-            asyncio.create_task(first_event(_microbatch(tmp_path / f"n{n}", i, 0.01)))
+            asyncio.create_task(first_event(trigger_of(tmp_path / f"n{n}", i, 0.01)))
             for i in range(n)
         ]
         counts = await counted
@@ -105,7 +103,7 @@ def test_an_announced_commit_wakes_only_its_trigger_which_reads_its_manifest_onc
     async def scenario() -> dict[str, Any]:
         jobs.say("the driver starts\n")
         listed = store.at_listing(1)  # the watcher's first look, before the commit
-        waiting = {i: asyncio.create_task(first_event(_microbatch(tmp_path, i))) for i in range(5)}
+        waiting = {i: asyncio.create_task(first_event(trigger_of(tmp_path, i))) for i in range(5)}
         await listed
         await _streaming()
         _commit(store, 2)
@@ -121,9 +119,7 @@ def test_an_announced_commit_wakes_only_its_trigger_which_reads_its_manifest_onc
     assert (store.reads["committed"], jobs.job_reads, jobs.streams_opened) == (1, 1, 1)
 
 
-def test_the_job_trigger_and_the_microbatch_triggers_share_one_watcher(
-    monkeypatch, tmp_path
-) -> None:
+def test_the_job_trigger_and_the_trigger_ofs_share_one_watcher(monkeypatch, tmp_path) -> None:
     store, jobs = CountedStore(str(tmp_path)), FakeJobs()
     install(monkeypatch, store, jobs)
 
@@ -176,7 +172,7 @@ def test_a_broken_stream_is_opened_again_and_what_came_already_is_skipped(
     install(monkeypatch, store, jobs)
 
     async def scenario() -> list[dict[str, Any]]:
-        tasks = [asyncio.create_task(first_event(_microbatch(tmp_path, i, 0.05))) for i in (0, 1)]
+        tasks = [asyncio.create_task(first_event(trigger_of(tmp_path, i, 0.05))) for i in (0, 1)]
         jobs.say("started\n")
         watcher = await _streaming()
         _commit(store, 0)
@@ -207,9 +203,9 @@ def test_what_an_earlier_job_committed_is_seen_though_the_stream_never_announces
 
     async def scenario() -> list[dict[str, Any]]:
         jobs.say("resuming\n")
-        waiting = asyncio.create_task(first_event(_microbatch(tmp_path, 1)))
+        waiting = asyncio.create_task(first_event(trigger_of(tmp_path, 1)))
         await _streaming()
-        early = await asyncio.wait_for(first_event(_microbatch(tmp_path, 0)), 10)
+        early = await asyncio.wait_for(first_event(trigger_of(tmp_path, 0)), 10)
         await _cancel([waiting])
         return [early]
 
@@ -230,7 +226,7 @@ def test_a_job_that_ends_wakes_every_waiting_microbatch_trigger(monkeypatch, tmp
 
     async def scenario() -> list[dict[str, Any]]:
         jobs.say("started\n")
-        tasks = [asyncio.create_task(first_event(_microbatch(tmp_path, i))) for i in range(3)]
+        tasks = [asyncio.create_task(first_event(trigger_of(tmp_path, i))) for i in range(3)]
         await _streaming()
         jobs.status = "FAILED"
         jobs.queue.put_nowait(None)  # Ray closes the stream once the job ended
@@ -249,7 +245,7 @@ def test_a_cancelled_trigger_detaches_and_the_last_one_stops_the_watcher(
     install(monkeypatch, store, jobs)
 
     async def scenario() -> None:
-        tasks = [asyncio.create_task(first_event(_microbatch(tmp_path, i))) for i in range(3)]
+        tasks = [asyncio.create_task(first_event(trigger_of(tmp_path, i))) for i in range(3)]
         jobs.say("started\n")
         watcher = await asyncio.wait_for(_streaming(), 10)
         await _cancel(tasks[:1])

@@ -16,26 +16,17 @@ from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.triggers import _run_watch
 from airflow_provider_rayorch.triggers import rayorch as triggers
 from airflow_provider_rayorch.triggers.rayorch import RayOrchMicrobatchTrigger
-from tests.unit.triggers.run_watch_fakes import CountedStore, FakeJobs, first_event, install
+from tests.unit.triggers.run_watch_fakes import (
+    NEVER_S,
+    CountedStore,
+    FakeJobs,
+    first_event,
+    install,
+    trigger_of,
+    until,
+)
 
 pytestmark = pytest.mark.timeout(60)
-
-#: a poll interval or look no test waits out
-NEVER_S = 600.0
-
-
-def _microbatch(tmp_path, index: int, poll_interval: float = NEVER_S) -> RayOrchMicrobatchTrigger:
-    return RayOrchMicrobatchTrigger(
-        run_id="r", run_store=str(tmp_path), index=index, job_id="j", poll_interval=poll_interval
-    )
-
-
-async def _until(check: Any) -> None:
-    """Yield to the loop until ``check()`` (the test's watchdog bounds it)."""
-    while True:
-        if check():
-            return
-        await asyncio.sleep(0)
 
 
 def test_a_trigger_with_a_shorter_poll_interval_shortens_the_watchers_pause(
@@ -53,10 +44,10 @@ def test_a_trigger_with_a_shorter_poll_interval_shortens_the_watchers_pause(
     monkeypatch.setattr(RayOrchMicrobatchTrigger, "_why_ended", why)
 
     async def scenario() -> dict[str, Any]:
-        slow = asyncio.create_task(first_event(_microbatch(tmp_path, 0)))
-        await _until(lambda: jobs.job_reads == 1)  # the watcher's first read, then 600 s
+        slow = asyncio.create_task(first_event(trigger_of(tmp_path, 0)))
+        await until(lambda: jobs.job_reads == 1)  # the watcher's first read, then 600 s
         jobs.status = "FAILED"
-        fast = asyncio.create_task(first_event(_microbatch(tmp_path, 1, 0.01)))
+        fast = asyncio.create_task(first_event(trigger_of(tmp_path, 1, 0.01)))
         event = await asyncio.wait_for(fast, 10)
         await asyncio.wait_for(slow, 10)  # the end wakes every waiter
         return event
@@ -102,11 +93,11 @@ def test_a_watcher_that_ended_leaves_the_registry_so_a_later_trigger_reads_afres
             end_from_trigger=True,
         )
         run_task = asyncio.create_task(first_event(run))
-        await _until(lambda: len(reads) == 1)
+        await until(lambda: len(reads) == 1)
         (watcher,) = _run_watch.watchers().values()
-        await _until(watcher._task.done)  # it ended on the error; the run trigger stays
-        later = asyncio.create_task(first_event(_microbatch(tmp_path, 0)))
-        await _until(lambda: later.done() or len(reads) == 2)
+        await until(watcher._task.done)  # it ended on the error; the run trigger stays
+        later = asyncio.create_task(first_event(trigger_of(tmp_path, 0)))
+        await until(lambda: later.done() or len(reads) == 2)
         fired = later.done()
         later.cancel()
         ending.set()
@@ -133,11 +124,11 @@ def test_a_store_that_cannot_be_opened_fails_every_trigger_clearly_and_is_tried_
     monkeypatch.setattr(triggers.RayOrchHook, "arun_store", arun_store)
 
     async def scenario() -> list[Any]:
-        tasks = [asyncio.create_task(first_event(_microbatch(tmp_path, i))) for i in (0, 1)]
+        tasks = [asyncio.create_task(first_event(trigger_of(tmp_path, i))) for i in (0, 1)]
         failed = await asyncio.gather(*tasks, return_exceptions=True)
         assert not _run_watch.watchers()
-        again = asyncio.create_task(first_event(_microbatch(tmp_path, 2)))
-        await _until(lambda: len(opens) == 2)
+        again = asyncio.create_task(first_event(trigger_of(tmp_path, 2)))
+        await until(lambda: len(opens) == 2)
         again.cancel()
         await asyncio.gather(again, return_exceptions=True)
         return failed
@@ -160,7 +151,7 @@ def test_a_job_read_failing_with_an_unexpected_error_is_told_as_the_jobs(
 
     monkeypatch.setattr(triggers.RayOrchHook, "aget_job_status", status)
 
-    event = asyncio.run(asyncio.wait_for(first_event(_microbatch(tmp_path, 0)), 10))
+    event = asyncio.run(asyncio.wait_for(first_event(trigger_of(tmp_path, 0)), 10))
     assert (event["status"], event["index"]) == ("error", 0)
     assert "job j" in event["message"]
     assert "not JSON" in event["message"]
@@ -193,12 +184,12 @@ def test_the_watcher_works_outside_the_first_triggers_logging_context(
 
     async def as_trigger(trigger_id: int, index: int) -> dict[str, Any]:
         structlog.contextvars.bind_contextvars(trigger_id=trigger_id)
-        return await first_event(_microbatch(tmp_path, index))
+        return await first_event(trigger_of(tmp_path, index))
 
     async def scenario() -> tuple[Any, Any]:
-        first = _microbatch(tmp_path, 0)
+        first = trigger_of(tmp_path, 0)
         tasks = [asyncio.create_task(as_trigger(1, 0)), asyncio.create_task(as_trigger(2, 1))]
-        await _until(lambda: len(seen) == 2)
+        await until(lambda: len(seen) == 2)
         (watcher,) = _run_watch.watchers().values()
         for task in tasks:
             task.cancel()
@@ -218,8 +209,8 @@ def test_a_malformed_run_event_neither_breaks_the_stream_nor_hides_the_next_one(
     install(monkeypatch, store, jobs)
 
     async def scenario() -> dict[str, Any]:
-        waiting = asyncio.create_task(first_event(_microbatch(tmp_path, 1)))
-        await _until(lambda: jobs.streams_opened == 1)
+        waiting = asyncio.create_task(first_event(trigger_of(tmp_path, 1)))
+        await until(lambda: jobs.streams_opened == 1)
         store.inner.commit_microbatch("r", 1, {"state": "success", "index": 1})
         jobs.say(
             'user code: RAYORCH_EVENT {"event": "microbatch", "index": "three"}\n'
@@ -269,7 +260,7 @@ def test_a_listing_that_fails_once_is_tried_again_and_fails_no_trigger(
     install(monkeypatch, store, jobs)
     store.inner.commit_microbatch("r", 0, {"state": "success", "index": 0})
 
-    event = asyncio.run(asyncio.wait_for(first_event(_microbatch(tmp_path, 0)), 10))
+    event = asyncio.run(asyncio.wait_for(first_event(trigger_of(tmp_path, 0)), 10))
     assert (event["status"], event["index"]) == ("committed", 0)
     assert store.failures == 0
 
@@ -283,7 +274,7 @@ def test_listings_failing_past_the_watchers_patience_fail_every_trigger(
     install(monkeypatch, store, jobs)
 
     async def scenario() -> list[Any]:
-        tasks = [asyncio.create_task(first_event(_microbatch(tmp_path, i))) for i in (0, 1)]
+        tasks = [asyncio.create_task(first_event(trigger_of(tmp_path, i))) for i in (0, 1)]
         return await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 10)
 
     failed = asyncio.run(scenario())
