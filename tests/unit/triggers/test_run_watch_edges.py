@@ -16,15 +16,7 @@ from airflow_provider_rayorch.rayorch.errors import StoreError
 from airflow_provider_rayorch.triggers import _run_watch
 from airflow_provider_rayorch.triggers import rayorch as triggers
 from airflow_provider_rayorch.triggers.rayorch import RayOrchMicrobatchTrigger
-from tests.unit.triggers.run_watch_fakes import (
-    NEVER_S,
-    CountedStore,
-    FakeJobs,
-    first_event,
-    install,
-    trigger_of,
-    until,
-)
+from tests.unit.triggers import run_watch_fakes as fake
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -34,9 +26,9 @@ def test_a_trigger_with_a_shorter_poll_interval_shortens_the_watchers_pause(
 ) -> None:
     """The first trigger polls every 600 s; one joining with 0.01 s sees the job's
     end at its own cadence, not after the first one's pause."""
-    monkeypatch.setattr(triggers, "COMMIT_LOOK_S", NEVER_S)
-    store, jobs = CountedStore(str(tmp_path)), FakeJobs(stream=False)
-    install(monkeypatch, store, jobs)
+    monkeypatch.setattr(triggers, "COMMIT_LOOK_S", fake.NEVER_S)
+    store, jobs = fake.CountedStore(str(tmp_path)), fake.FakeJobs(stream=False)
+    fake.install(monkeypatch, store, jobs)
 
     async def why(self, hook, store) -> str:
         return "the driver's cause"
@@ -44,10 +36,10 @@ def test_a_trigger_with_a_shorter_poll_interval_shortens_the_watchers_pause(
     monkeypatch.setattr(RayOrchMicrobatchTrigger, "_why_ended", why)
 
     async def scenario() -> dict[str, Any]:
-        slow = asyncio.create_task(first_event(trigger_of(tmp_path, 0)))
-        await until(lambda: jobs.job_reads == 1)  # the watcher's first read, then 600 s
+        slow = asyncio.create_task(fake.first_event(fake.trigger_of(tmp_path, 0)))
+        await fake.until(lambda: jobs.job_reads == 1)  # the watcher's first read, then 600 s
         jobs.status = "FAILED"
-        fast = asyncio.create_task(first_event(trigger_of(tmp_path, 1, 0.01)))
+        fast = asyncio.create_task(fake.first_event(fake.trigger_of(tmp_path, 1, 0.01)))
         event = await asyncio.wait_for(fast, 10)
         await asyncio.wait_for(slow, 10)  # the end wakes every waiter
         return event
@@ -63,8 +55,8 @@ def test_a_watcher_that_ended_leaves_the_registry_so_a_later_trigger_reads_afres
     """The job could not be read (the retry budget ran out) while the run trigger
     still ends its task: a microbatch trigger attaching meanwhile starts a new watcher
     that reads the job again, rather than taking the old watcher's error."""
-    store, jobs = CountedStore(str(tmp_path)), FakeJobs(stream=False)
-    install(monkeypatch, store, jobs)
+    store, jobs = fake.CountedStore(str(tmp_path)), fake.FakeJobs(stream=False)
+    fake.install(monkeypatch, store, jobs)
     ending = asyncio.Event()
     reads: list[str] = []
 
@@ -88,16 +80,16 @@ def test_a_watcher_that_ended_leaves_the_registry_so_a_later_trigger_reads_afres
             job_id="j",
             run_id="r",
             run_store=str(tmp_path),
-            poll_interval=NEVER_S,
+            poll_interval=fake.NEVER_S,
             tail_logs=False,
             end_from_trigger=True,
         )
-        run_task = asyncio.create_task(first_event(run))
-        await until(lambda: len(reads) == 1)
+        run_task = asyncio.create_task(fake.first_event(run))
+        await fake.until(lambda: len(reads) == 1)
         (watcher,) = _run_watch.watchers().values()
-        await until(watcher._task.done)  # it ended on the error; the run trigger stays
-        later = asyncio.create_task(first_event(trigger_of(tmp_path, 0)))
-        await until(lambda: later.done() or len(reads) == 2)
+        await fake.until(watcher._task.done)  # it ended on the error; the run trigger stays
+        later = asyncio.create_task(fake.first_event(fake.trigger_of(tmp_path, 0)))
+        await fake.until(lambda: later.done() or len(reads) == 2)
         fired = later.done()
         later.cancel()
         ending.set()
@@ -111,11 +103,11 @@ def test_a_watcher_that_ended_leaves_the_registry_so_a_later_trigger_reads_afres
 def test_a_store_that_cannot_be_opened_fails_every_trigger_clearly_and_is_tried_again(
     monkeypatch, tmp_path
 ) -> None:
-    store, jobs = CountedStore(str(tmp_path)), FakeJobs()
-    install(monkeypatch, store, jobs)
+    store, jobs = fake.CountedStore(str(tmp_path)), fake.FakeJobs()
+    fake.install(monkeypatch, store, jobs)
     opens: list[str | None] = []
 
-    async def arun_store(self: Any, uri: str | None = None) -> CountedStore:
+    async def arun_store(self: Any, uri: str | None = None) -> fake.CountedStore:
         opens.append(uri)
         if len(opens) == 1:
             raise OSError("the bucket answered 403")
@@ -124,11 +116,12 @@ def test_a_store_that_cannot_be_opened_fails_every_trigger_clearly_and_is_tried_
     monkeypatch.setattr(triggers.RayOrchHook, "arun_store", arun_store)
 
     async def scenario() -> list[Any]:
-        tasks = [asyncio.create_task(first_event(trigger_of(tmp_path, i))) for i in (0, 1)]
+        waiting = (fake.trigger_of(tmp_path, i) for i in (0, 1))
+        tasks = [asyncio.create_task(fake.first_event(trigger)) for trigger in waiting]
         failed = await asyncio.gather(*tasks, return_exceptions=True)
         assert not _run_watch.watchers()
-        again = asyncio.create_task(first_event(trigger_of(tmp_path, 2)))
-        await until(lambda: len(opens) == 2)
+        again = asyncio.create_task(fake.first_event(fake.trigger_of(tmp_path, 2)))
+        await fake.until(lambda: len(opens) == 2)
         again.cancel()
         await asyncio.gather(again, return_exceptions=True)
         return failed
@@ -143,15 +136,15 @@ def test_a_job_read_failing_with_an_unexpected_error_is_told_as_the_jobs(
     monkeypatch, tmp_path
 ) -> None:
     """Not a store error: the triggers end on the job being unreadable, naming it."""
-    store, jobs = CountedStore(str(tmp_path)), FakeJobs(stream=False)
-    install(monkeypatch, store, jobs)
+    store, jobs = fake.CountedStore(str(tmp_path)), fake.FakeJobs(stream=False)
+    fake.install(monkeypatch, store, jobs)
 
     async def status(self: Any, job_id: str) -> str:
         raise ValueError("an answer that is not JSON")
 
     monkeypatch.setattr(triggers.RayOrchHook, "aget_job_status", status)
 
-    event = asyncio.run(asyncio.wait_for(first_event(trigger_of(tmp_path, 0)), 10))
+    event = asyncio.run(asyncio.wait_for(fake.first_event(fake.trigger_of(tmp_path, 0)), 10))
     assert (event["status"], event["index"]) == ("error", 0)
     assert "job j" in event["message"]
     assert "not JSON" in event["message"]
@@ -165,8 +158,8 @@ def test_the_watcher_works_outside_the_first_triggers_logging_context(
     its stream and its log lines carry no trigger's ids."""
     import structlog
 
-    store, jobs = CountedStore(str(tmp_path)), FakeJobs()
-    install(monkeypatch, store, jobs)
+    store, jobs = fake.CountedStore(str(tmp_path)), fake.FakeJobs()
+    fake.install(monkeypatch, store, jobs)
     seen: list[dict[str, Any]] = []
     inner_logs = jobs.logs
 
@@ -184,12 +177,12 @@ def test_the_watcher_works_outside_the_first_triggers_logging_context(
 
     async def as_trigger(trigger_id: int, index: int) -> dict[str, Any]:
         structlog.contextvars.bind_contextvars(trigger_id=trigger_id)
-        return await first_event(trigger_of(tmp_path, index))
+        return await fake.first_event(fake.trigger_of(tmp_path, index))
 
     async def scenario() -> tuple[Any, Any]:
-        first = trigger_of(tmp_path, 0)
+        first = fake.trigger_of(tmp_path, 0)
         tasks = [asyncio.create_task(as_trigger(1, 0)), asyncio.create_task(as_trigger(2, 1))]
-        await until(lambda: len(seen) == 2)
+        await fake.until(lambda: len(seen) == 2)
         (watcher,) = _run_watch.watchers().values()
         for task in tasks:
             task.cancel()
@@ -204,13 +197,13 @@ def test_the_watcher_works_outside_the_first_triggers_logging_context(
 def test_a_malformed_run_event_neither_breaks_the_stream_nor_hides_the_next_one(
     monkeypatch, tmp_path
 ) -> None:
-    monkeypatch.setattr(triggers, "COMMIT_LOOK_S", NEVER_S)  # only the stream wakes them
-    store, jobs = CountedStore(str(tmp_path)), FakeJobs()
-    install(monkeypatch, store, jobs)
+    monkeypatch.setattr(triggers, "COMMIT_LOOK_S", fake.NEVER_S)  # only the stream wakes them
+    store, jobs = fake.CountedStore(str(tmp_path)), fake.FakeJobs()
+    fake.install(monkeypatch, store, jobs)
 
     async def scenario() -> dict[str, Any]:
-        waiting = asyncio.create_task(first_event(trigger_of(tmp_path, 1)))
-        await until(lambda: jobs.streams_opened == 1)
+        waiting = asyncio.create_task(fake.first_event(fake.trigger_of(tmp_path, 1)))
+        await fake.until(lambda: jobs.streams_opened == 1)
         store.inner.commit_microbatch("r", 1, {"state": "success", "index": 1})
         jobs.say(
             'user code: RAYORCH_EVENT {"event": "microbatch", "index": "three"}\n'
@@ -236,7 +229,7 @@ def test_a_line_that_never_ends_is_not_kept_whole_and_its_event_is_still_read() 
     assert [event["index"] for event in found] == [4]
 
 
-class _FlakyStore(CountedStore):
+class _FlakyStore(fake.CountedStore):
     """A store whose first ``failures`` listings fail as a network blip does."""
 
     def __init__(self, root: str, failures: int) -> None:
@@ -256,11 +249,11 @@ def test_a_listing_that_fails_once_is_tried_again_and_fails_no_trigger(
     """A blip while listing the store (every look, for the run's whole length) is
     not the store being unreadable: the next look lists it again."""
     monkeypatch.setattr(triggers, "COMMIT_LOOK_S", 0.01)
-    store, jobs = _FlakyStore(str(tmp_path), failures=2), FakeJobs(stream=False)
-    install(monkeypatch, store, jobs)
+    store, jobs = _FlakyStore(str(tmp_path), failures=2), fake.FakeJobs(stream=False)
+    fake.install(monkeypatch, store, jobs)
     store.inner.commit_microbatch("r", 0, {"state": "success", "index": 0})
 
-    event = asyncio.run(asyncio.wait_for(first_event(trigger_of(tmp_path, 0)), 10))
+    event = asyncio.run(asyncio.wait_for(fake.first_event(fake.trigger_of(tmp_path, 0)), 10))
     assert (event["status"], event["index"]) == ("committed", 0)
     assert store.failures == 0
 
@@ -270,11 +263,12 @@ def test_listings_failing_past_the_watchers_patience_fail_every_trigger(
 ) -> None:
     monkeypatch.setattr(triggers, "COMMIT_LOOK_S", 0.01)
     monkeypatch.setattr(_run_watch, "STORE_PATIENCE_S", 0.0)
-    store, jobs = _FlakyStore(str(tmp_path), failures=1000), FakeJobs(stream=False)
-    install(monkeypatch, store, jobs)
+    store, jobs = _FlakyStore(str(tmp_path), failures=1000), fake.FakeJobs(stream=False)
+    fake.install(monkeypatch, store, jobs)
 
     async def scenario() -> list[Any]:
-        tasks = [asyncio.create_task(first_event(trigger_of(tmp_path, i))) for i in (0, 1)]
+        waiting = (fake.trigger_of(tmp_path, i) for i in (0, 1))
+        tasks = [asyncio.create_task(fake.first_event(trigger)) for trigger in waiting]
         return await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 10)
 
     failed = asyncio.run(scenario())
