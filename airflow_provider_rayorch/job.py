@@ -5,15 +5,18 @@
     python -m airflow_provider_rayorch.job --run-store URI --run-id ID [--repair 3,5]
 
 The driver (:mod:`airflow_provider_rayorch.runs.driver`) knows nothing of reports;
-this module hands it the report writer, so the run layer never imports upward.
+this module hands it the report writer, so the run layer never imports upward. It
+also tells the driver when its process began (the driver's first start phase).
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_rayorch.runs import driver
+#: When this module began loading: the process's start where ``/proc`` does not tell it.
+LOADED_AT = time.time()
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -43,7 +46,10 @@ def write_report(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run (or repair) one stored plan, writing its report; returns the exit code."""
-    return driver.main(argv, report=write_report)
+    from airflow_provider_rayorch.runs import driver
+    from airflow_provider_rayorch.runs.driver_events import process_started_at
+
+    return driver.main(argv, report=write_report, started_at=process_started_at(LOADED_AT))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ Progress is printed for people as one line per committed microbatch
 (``microbatch 3/6 committed: 8 sources, 8 present, 0 failed, 0 suppressed (12.4 s,
 41 pages/s)``) and, while no microbatch commits for ``PROGRESS_EVERY_S``, a
 throughput line (``running: 2/6 microbatches committed, ...``); for programs as
-``RAYORCH_EVENT {json}`` lines (task logs show those at DEBUG only); a fatal problem
+``RAYORCH_EVENT {json}`` lines (task logs show those at DEBUG only), among them the
+phases of its start (:mod:`.driver_events`); a fatal problem
 as one ``RAYORCH_ERROR {json}`` line before a non-zero exit. :func:`main` keeps
 a copy of all it prints, and of a crash's traceback, in the run store
 (``<run>/logs/driver-<n>.log``, :mod:`.driver_log`).
@@ -25,7 +26,6 @@ a copy of all it prints, and of a crash's traceback, in the run store
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading
@@ -33,11 +33,13 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.rayorch.errors import DriverError
-from airflow_provider_rayorch.runs import live_reports
+from airflow_provider_rayorch.runs import engine_reads
 from airflow_provider_rayorch.runs.aggregate import RunAggregate
 from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.commit import commit_microbatch, root_name
 from airflow_provider_rayorch.runs.driver_end import record_stopped, recording_end
+from airflow_provider_rayorch.runs.driver_events import StartPhase, start_phase
+from airflow_provider_rayorch.runs.driver_events import emit as _emit
 from airflow_provider_rayorch.runs.driver_log import keep_driver_log
 from airflow_provider_rayorch.runs.exit_codes import EXIT_PLAN_CHANGED
 from airflow_provider_rayorch.runs.live_reports import LiveReports, ReportWriter, report_job
@@ -74,10 +76,6 @@ FINAL_REPORT_WAIT_S = 120.0
 PROGRESS_EVERY_S = 30.0
 
 
-def _emit(kind: str, payload: dict[str, Any]) -> None:
-    print(f"RAYORCH_{kind} {json.dumps(payload, sort_keys=True)}", flush=True)
-
-
 def _say(line: str) -> None:
     print(line, flush=True)
 
@@ -102,14 +100,6 @@ def microbatch_line(manifest: MicrobatchManifest, total: int, elapsed_s: float) 
     name, count = max(entities.items(), key=lambda kv: kv[1], default=("source", src.total))
     unit = name if name.endswith("s") else f"{name}s"
     return f"{text} ({elapsed_s:.1f} s, {_per_second(count, elapsed_s)} {unit}/s)"
-
-
-def _microbatch_elapsed(mb: Any, since: float) -> float:
-    """The microbatch's own run time (engine metrics), else the time since ``since``."""
-    metrics = dict(getattr(mb, "metrics", None) or {})
-    if "finished_s" in metrics and "started_s" in metrics:
-        return max(float(metrics["finished_s"]) - float(metrics["started_s"]), 0.0)
-    return max(time.monotonic() - since, 0.0)
 
 
 class ProgressTicker:
@@ -187,14 +177,6 @@ class ProgressTicker:
             self._thread.join(timeout=5)
 
 
-def _grains_dispatched(executor: Any) -> int:
-    """Grains the executor dispatched so far; call on the driver thread only."""
-    metrics = getattr(executor, "call_metrics", None)
-    if metrics is None:  # an engine without per-Call metrics (tests' fakes)
-        return 0
-    return sum(int(c.get("grains_dispatched", 0)) for c in metrics())
-
-
 def _write_report(
     report: ReportWriter | None,
     store: RunStore,
@@ -240,6 +222,7 @@ def _run_plan(
     if plan is None:
         raise DriverError(f"no plan record for run {run_id!r} in {store.uri}")
     pipeline, compiled = build_pipeline(plan)
+    start_phase(StartPhase.IMPORTED)
     fingerprint = str(compiled.fingerprint)
     if fingerprint != plan.fingerprint:
         raise DriverError(
@@ -271,6 +254,7 @@ def _run_plan(
         if report is not None:
             reports = LiveReports(REPORT_EVERY_S).start()
         with plan_executor(plan, pipeline, address) as executor:
+            start_phase(StartPhase.POOLS)
             stream = executor.stream(
                 *source_columns(store, plan),
                 input_batch_size=plan.batch_size,
@@ -282,18 +266,23 @@ def _run_plan(
                 total, done=len(committed), count=getattr(executor, "grains_dispatched", None)
             ).start()
             root = root_name(compiled)
+            dispatched: float | None = None
             try:
                 for mb in stream:
                     if mb.index in committed:
                         continue
+                    if dispatched is None:
+                        dispatched = engine_reads.first_dispatch_at(executor)
+                        start_phase(StartPhase.DISPATCH, dispatched)
                     manifest = commit_microbatch(store, plan, mb, root)
                     aggregate.add(manifest)
                     state.committed()
-                    _add_timing(aggregate, mb)
-                    _forget_timeline(executor)
-                    ticker.observe(_grains_dispatched(executor))
+                    engine_reads.add_timing(aggregate, mb)
+                    engine_reads.forget_timeline(executor)
+                    ticker.observe(engine_reads.grains_dispatched(executor))
                     ticker.committed()
-                    _say(microbatch_line(manifest, total, _microbatch_elapsed(mb, last_commit)))
+                    elapsed = engine_reads.microbatch_elapsed(mb, last_commit)
+                    _say(microbatch_line(manifest, total, elapsed))
                     last_commit = time.monotonic()
                     summary = plain(manifest)
                     _emit(
@@ -381,8 +370,14 @@ def repair_plan(
     return manifests
 
 
-def main(argv: Sequence[str] | None = None, *, report: ReportWriter | None = None) -> int:
-    """Parse the job's arguments and run (or repair) the stored plan; the exit code."""
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    report: ReportWriter | None = None,
+    started_at: float | None = None,
+) -> int:
+    """Parse the job's arguments and run (or repair) the stored plan; the exit code.
+    ``started_at``: when the driver process began (epoch seconds; default: now)."""
     parser = argparse.ArgumentParser(prog="airflow_provider_rayorch.job")
     parser.add_argument("--run-store", required=True, help="run store URI")
     parser.add_argument("--run-id", required=True)
@@ -405,6 +400,7 @@ def main(argv: Sequence[str] | None = None, *, report: ReportWriter | None = Non
     argv = sys.argv[1:] if argv is None else argv
     on_stop = None if state is None else (lambda: record_stopped(state))
     with keep_driver_log(store, args.run_id, argv, on_stop=on_stop) as log, recording_end(state):
+        start_phase(StartPhase.PROCESS, started_at)
         try:
             # Inside a Ray job RAY_ADDRESS names the cluster; else the engine starts a local Ray.
             address = args.address or os.environ.get("RAY_ADDRESS") or None
@@ -473,18 +469,3 @@ def _manifests(
         manifest = store.manifest_record(run_id, index)
         if manifest is not None:
             yield manifest
-
-
-def _forget_timeline(executor: Any) -> None:
-    """Keep the engine's timeline to what reports read (an engine that keeps none:
-    nothing to do)."""
-    forget = getattr(executor, "forget_timeline", None)
-    if forget is not None:
-        forget(live_reports.REPORT_TIMELINE)
-
-
-def _add_timing(aggregate: RunAggregate, mb: Any) -> None:
-    """The microbatch's engine timings (seconds on the timeline's clock; 0 unmeasured)."""
-    metrics = dict(getattr(mb, "metrics", None) or {})
-    started, finished = metrics.get("started_s", 0.0), metrics.get("finished_s", 0.0)
-    aggregate.timing(mb.index, float(started), float(finished))

@@ -83,6 +83,8 @@ class Executor:
         self.ready_queue = ready_queue
         self._backend_options = backend_options
         self._backend: Backend | None = None
+        #: The current run's first dispatch on the core's clock, once seen.
+        self._first_dispatch: float | None = None
 
     # -- lifecycle --------------------------------------------------------------
     def __enter__(self) -> Executor:
@@ -144,6 +146,7 @@ class Executor:
             core = self._current_core = self._core(
                 columns, input_batch_size, max_active_input_batches, skip_microbatches
             )
+            self._first_dispatch = None
             from .progress import Progress
 
             with (
@@ -217,7 +220,19 @@ class Executor:
         only keeps at most ``2 * keep``. Call on the thread that iterates the run."""
         core = getattr(self, "_current_core", None)
         if core is not None and len(core.timeline) >= 2 * keep:
+            self.first_dispatch_at()  # noted before its record goes
             del core.timeline[: len(core.timeline) - keep]
+
+    def first_dispatch_at(self) -> float | None:
+        """When the current (or last) run dispatched its first batch, in epoch seconds
+        (None before it). Call on the thread that iterates the run."""
+        core = getattr(self, "_current_core", None)
+        if self._first_dispatch is None and core is not None:
+            first = next((r for r in core.timeline[:1] if r[0] == "dispatch"), None)
+            self._first_dispatch = None if first is None else float(first[1])
+        if self._first_dispatch is None:
+            return None
+        return time.time() - (time.perf_counter() - self._first_dispatch)
 
     def grains_dispatched(self) -> int:
         """Grains dispatched so far in the current (or last) run. Unlike ``call_metrics``
