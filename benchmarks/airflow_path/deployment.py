@@ -28,7 +28,7 @@ from urllib.parse import quote
 import requests
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
 __all__ = ["Bench", "Rest", "start_bench"]
 
@@ -132,19 +132,29 @@ class Bench:
     rest: Rest | None = None
     settings: dict[str, str] = field(default_factory=dict)
 
-    def head_token(self) -> str:
-        return Path(self.head["token_path"]).read_text().strip()
+    def _head(self, head: Mapping[str, Any] | None) -> tuple[str, dict[str, str]]:
+        """The Jobs API address of ``head`` (a head's info; None: the benchmark's own)
+        and the headers carrying its token."""
+        info = head or self.head
+        token = Path(info["token_path"]).read_text().strip()
+        return str(info["address"]), {"Authorization": f"Bearer {token}"}
 
-    def ray_job(self, job_id: str) -> dict[str, Any] | None:
-        """Ray's job info (``start_time``/``end_time`` in ms) from the head's Jobs API;
+    def ray_job(self, job_id: str, head: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+        """Ray's job info (``start_time``/``end_time`` in ms) from ``head``'s Jobs API;
         a driver (Ray Data's ``ray.init``) is found in the job list by its job id."""
-        headers = {"Authorization": f"Bearer {self.head_token()}"}
-        got = requests.get(f"{self.head['address']}/api/jobs/{job_id}", headers=headers, timeout=30)
+        address, headers = self._head(head)
+        got = requests.get(f"{address}/api/jobs/{job_id}", headers=headers, timeout=30)
         if got.ok:
             return dict(got.json())
-        listed = requests.get(f"{self.head['address']}/api/jobs/", headers=headers, timeout=30)
+        listed = requests.get(f"{address}/api/jobs/", headers=headers, timeout=30)
         listed.raise_for_status()
         return next((dict(j) for j in listed.json() if j.get("job_id") == job_id), None)
+
+    def job_logs(self, job_id: str, head: Mapping[str, Any] | None = None) -> str:
+        """The job's log as Ray's Jobs API serves it ("" when it has none)."""
+        address, headers = self._head(head)
+        got = requests.get(f"{address}/api/jobs/{job_id}/logs", headers=headers, timeout=30)
+        return str(got.json().get("logs") or "") if got.ok else ""
 
     def logs(self) -> str:
         out = []
@@ -178,6 +188,7 @@ def start_bench(documents: int, batch: int, *, timeout: float = 300) -> Bench:
     wait for the DAGs; the caller stops it (``Bench.stop``)."""
     from airflow_provider_rayorch.operators.local_head import start_local_head
 
+    from .facts import VARIANTS
     from .work import write_documents
 
     root = Path(tempfile.mkdtemp(prefix="airflow-path-"))
@@ -226,7 +237,7 @@ def start_bench(documents: int, batch: int, *, timeout: float = 300) -> Bench:
         extra = {"run_store": str(runs)}
         conn = {"connection_id": CONN_ID, "conn_type": "rayorch", "host": head["address"]}
         rest.call("POST", "connections", json={**conn, "extra": json.dumps(extra)})
-        for dag_id in ("ap_operator", "ap_microbatch", "ap_raydata", "rayorch_events"):
+        for dag_id in (*(v.dag_id for v in VARIANTS.values()), "rayorch_events"):
             wait(partial(rest.get, f"dags/{dag_id}"), 240, f"DAG {dag_id} to be parsed")
             if dag_id.startswith("ap_"):  # the event-driven DAG is unpaused when measured
                 rest.set_paused(dag_id, False)

@@ -2,30 +2,69 @@
 
 Times come from the Airflow REST API (the run's ``queued_at`` when the trigger created
 it, its ``end_date``, each task instance's start and end), from the run store (each
-microbatch manifest's ``committed_at``; the run manifest's file time), from Ray's job
-table (the job's or the driver's ``start_time``/``end_time``), and for Ray Data from
-its output files' modification times. All are wall-clock seconds on this machine.
+microbatch manifest's ``committed_at``; the run manifest's file time; the driver's
+log), from Ray's Jobs API on the head the job ran on (the job's or the driver's
+``start_time``/``end_time``, the job's log with the driver's start marks), and for
+Ray Data from its output files' modification times. All are wall-clock seconds on
+this machine.
 """
 
 from __future__ import annotations
 
+import enum
 import os
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .deployment import wait
+from .split import start_marks, start_split
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from .deployment import Bench
 
-__all__ = ["VARIANTS", "measure_run", "ts"]
+__all__ = ["VARIANTS", "Kind", "Variant", "measure_run", "ts"]
 
-#: Variant -> (DAG id, the task that submits or runs the work).
+
+class Kind(enum.Enum):
+    """How a variant runs the work, and so which facts it has."""
+
+    OPERATOR = "operator"
+    PATTERN = "pattern"
+    RAY_DATA = "ray data"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A variant's DAG, the task that submits or runs the work, and its head task
+    (the shared head's, else None: the connection's head)."""
+
+    dag_id: str
+    task_id: str
+    kind: Kind
+    head_task: str | None = None
+
+
+OPERATOR, PATTERN = "RayOrchOperator", "microbatch pattern"
+RAY_DATA, RAY_DATA_GROUPBY = "@task + Ray Data", "@task + Ray Data + groupby"
+#: Variant -> its DAG (benchmarks/airflow_path/dags), in the order each round runs them.
 VARIANTS = {
-    "RayOrchOperator": ("ap_operator", "prepare"),
-    "microbatch pattern": ("ap_microbatch", "prepare.submit"),
-    "@task + Ray Data": ("ap_raydata", "prepare"),
+    OPERATOR: Variant("ap_operator", "prepare", Kind.OPERATOR),
+    PATTERN: Variant("ap_microbatch", "prepare.submit", Kind.PATTERN),
+    "pattern, end_from_trigger off": Variant(
+        "ap_microbatch_resume", "prepare.submit", Kind.PATTERN
+    ),
+    "RayOrchOperator, shared head": Variant(
+        "ap_operator_shared", "prepare", Kind.OPERATOR, "ray_head"
+    ),
+    "pattern, shared head": Variant(
+        "ap_microbatch_shared", "prepare.submit", Kind.PATTERN, "prepare.ray_head"
+    ),
+    RAY_DATA: Variant("ap_raydata", "prepare", Kind.RAY_DATA),
+    RAY_DATA_GROUPBY: Variant("ap_raydata_groupby", "prepare", Kind.RAY_DATA),
 }
 
 
@@ -53,7 +92,32 @@ def _first(tis: list[dict[str, Any]] | None, key: str, pick: Any = min) -> float
     return pick(times) if times else None
 
 
-def _rayorch_facts(bench: Bench, dag_id: str, run_id: str, task_id: str) -> dict[str, Any]:
+def _job_times(job: Mapping[str, Any]) -> dict[str, float | None]:
+    return {
+        "job_start": (job.get("start_time") or 0) / 1000 or None,
+        "job_end": (job.get("end_time") or 0) / 1000 or None,
+    }
+
+
+def _driver_logs(store: Any, run_id: str) -> list[str]:
+    """The texts of the run's driver logs the run store keeps."""
+    import posixpath
+
+    from airflow_provider_rayorch.runs import paths
+    from airflow_provider_rayorch.runs.driver_log import driver_log_names
+
+    texts = []
+    for name in driver_log_names(store, run_id):
+        with store.fs.open_input_file(
+            posixpath.join(store.root, *paths.driver_logs(run_id), name)
+        ) as f:
+            texts.append(bytes(f.read()).decode("utf-8", "replace"))
+    return texts
+
+
+def _rayorch_facts(
+    bench: Bench, dag_id: str, run_id: str, task_id: str, head: Mapping[str, Any] | None
+) -> dict[str, Any]:
     from airflow_provider_rayorch.runs.store import RunStore
 
     assert bench.rest is not None
@@ -64,10 +128,10 @@ def _rayorch_facts(bench: Bench, dag_id: str, run_id: str, task_id: str) -> dict
     manifests = [m.to_dict() for m in store.manifest_records(rid)]
     commits = sorted(ts(m.get("committed_at")) or 0.0 for m in manifests)
     run_json, report = Path(store.root) / rid / "run.json", Path(store.root) / rid / "report.html"
-    job = bench.ray_job(job_id) or {}
+    marks = start_marks(bench.job_logs(job_id, head), *_driver_logs(store, rid))
     return {
-        "job_start": (job.get("start_time") or 0) / 1000 or None,
-        "job_end": (job.get("end_time") or 0) / 1000 or None,
+        **_job_times(bench.ray_job(job_id, head) or {}),
+        **marks,
         "first_commit": commits[0] if commits else None,
         "last_commit": commits[-1] if commits else None,
         "run_manifest": run_json.stat().st_mtime if run_json.exists() else None,
@@ -76,53 +140,27 @@ def _rayorch_facts(bench: Bench, dag_id: str, run_id: str, task_id: str) -> dict
     }
 
 
-def _raydata_facts(bench: Bench, dag_id: str, run_id: str, task_id: str) -> dict[str, Any]:
+def _raydata_facts(
+    bench: Bench, dag_id: str, run_id: str, task_id: str, head: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    from .work import output_folder
+
     assert bench.rest is not None
     result = bench.rest.xcom(dag_id, run_id, task_id)
-    run = "".join(c if c.isalnum() else "_" for c in run_id)
-    files = list((bench.root / "out" / "raydata" / run).glob("*.parquet"))
+    files = list(Path(output_folder(str(bench.root / "out"), dag_id, run_id)).glob("*.parquet"))
     times = sorted(f.stat().st_mtime for f in files)
-    job = bench.ray_job(str(result["ray_job_id"])) or {}
     return {
-        "job_start": (job.get("start_time") or 0) / 1000 or None,
-        "job_end": (job.get("end_time") or 0) / 1000 or None,
+        **_job_times(bench.ray_job(str(result["ray_job_id"]), head) or {}),
         "first_commit": times[0] if times else None,
         "last_commit": times[-1] if times else None,
         "output_files": len(files),
     }
 
 
-def measure_run(bench: Bench, variant: str, *, timeout: float = 600) -> dict[str, Any]:
-    """Trigger ``variant``'s DAG, wait for its run to end, and return its figures
-    (seconds) and the facts they come from (epoch seconds)."""
-    assert bench.rest is not None
-    rest = bench.rest
-    dag_id, task_id = VARIANTS[variant]
-    run_id = rest.trigger(dag_id)["dag_run_id"]
-    run = wait(
-        lambda: (r := rest.run(dag_id, run_id))["state"] in ("success", "failed") and r,
-        timeout,
-        f"{dag_id} run {run_id}",
-    )
-    tis = _tis(bench, dag_id, run_id)
-    facts: dict[str, Any] = {
-        "trigger": ts(run.get("queued_at")),
-        "run_start": ts(run.get("start_date")),
-        "success": ts(run.get("end_date")),
-        "first_task_start": _first(tis.get(task_id), "start_date"),
-        "task_end": _first(tis.get(task_id), "end_date", max),
-    }
-    if run["state"] != "success":
-        states = {k: [t["state"] for t in v] for k, v in tis.items()}
-        return {"variant": variant, "run_id": run_id, "state": run["state"], "tasks": states}
-    gather = _raydata_facts if variant == "@task + Ray Data" else _rayorch_facts
-    facts.update(gather(bench, dag_id, run_id, task_id))
-    if variant == "microbatch pattern":
-        sensors = tis.get("prepare.microbatch")
-        facts["first_sensor_end"] = _first(sensors, "end_date")
-        facts["run_sensor_end"] = _first(tis.get("prepare.run"), "end_date")
+def figures(kind: Kind, facts: Mapping[str, Any]) -> dict[str, float | None]:
+    """A run's figures (seconds) from its facts (epoch seconds)."""
     t0 = facts["trigger"]
-    figures = {
+    out = {
         "trigger_to_first_commit_s": _span(t0, facts["first_commit"]),
         "trigger_to_job_start_s": _span(t0, facts["job_start"]),
         "last_commit_to_success_s": _span(facts["last_commit"], facts["success"]),
@@ -130,6 +168,7 @@ def measure_run(bench: Bench, variant: str, *, timeout: float = 600) -> dict[str
         # where the fixed cost goes
         "trigger_to_task_start_s": _span(t0, facts["first_task_start"]),
         "task_start_to_job_start_s": _span(facts["first_task_start"], facts["job_start"]),
+        "head_task_s": _span(facts.get("head_task_start"), facts.get("head_task_end")),
         "job_start_to_first_commit_s": _span(facts["job_start"], facts["first_commit"]),
         "first_to_last_commit_s": _span(facts["first_commit"], facts["last_commit"]),
         "last_commit_to_job_end_s": _span(facts["last_commit"], facts["job_end"]),
@@ -140,15 +179,53 @@ def measure_run(bench: Bench, variant: str, *, timeout: float = 600) -> dict[str
         "report_to_job_end_s": _span(facts.get("report"), facts["job_end"]),
         "task_end_to_success_s": _span(facts["task_end"], facts["success"]),
     }
-    if variant == "microbatch pattern":
-        figures["first_commit_to_sensor_s"] = _span(
-            facts["first_commit"], facts["first_sensor_end"]
-        )
+    if kind is not Kind.RAY_DATA:
+        out.update(start_split(dict(facts)))
+    if kind is Kind.PATTERN:
+        out["first_commit_to_sensor_s"] = _span(facts["first_commit"], facts["first_sensor_end"])
         # the submit task ended long before: the run sensor is the task that waits
-        figures["job_end_to_task_end_s"] = _span(facts["job_end"], facts["run_sensor_end"])
-        figures["task_end_to_success_s"] = _span(facts["run_sensor_end"], facts["success"])
-    return {"variant": variant, "run_id": run_id, "state": "success", "figures": figures,
-            "facts": facts}  # fmt: skip
+        out["job_end_to_task_end_s"] = _span(facts["job_end"], facts["run_sensor_end"])
+        out["task_end_to_success_s"] = _span(facts["run_sensor_end"], facts["success"])
+    return out
+
+
+def measure_run(bench: Bench, variant: str, *, timeout: float = 600) -> dict[str, Any]:
+    """Trigger ``variant``'s DAG, wait for its run to end, and return its figures
+    (seconds) and the facts they come from (epoch seconds)."""
+    assert bench.rest is not None
+    rest = bench.rest
+    v = VARIANTS[variant]
+    run_id = rest.trigger(v.dag_id)["dag_run_id"]
+    run = wait(
+        lambda: (r := rest.run(v.dag_id, run_id))["state"] in ("success", "failed") and r,
+        timeout,
+        f"{v.dag_id} run {run_id}",
+    )
+    tis = _tis(bench, v.dag_id, run_id)
+    first_task = v.head_task or v.task_id
+    facts: dict[str, Any] = {
+        "trigger": ts(run.get("queued_at")),
+        "run_start": ts(run.get("start_date")),
+        "success": ts(run.get("end_date")),
+        "first_task_start": _first(tis.get(first_task), "start_date"),
+        "task_end": _first(tis.get(v.task_id), "end_date", max),
+    }
+    if run["state"] != "success":
+        states = {k: [t["state"] for t in x] for k, x in tis.items()}
+        return {"variant": variant, "run_id": run_id, "state": run["state"], "tasks": states}
+    head = None
+    if v.head_task:
+        head = rest.xcom(v.dag_id, run_id, v.head_task)
+        facts["head_task_start"] = _first(tis.get(v.head_task), "start_date")
+        facts["head_task_end"] = _first(tis.get(v.head_task), "end_date", max)
+    gather = _raydata_facts if v.kind is Kind.RAY_DATA else _rayorch_facts
+    facts.update(gather(bench, v.dag_id, run_id, v.task_id, head))
+    if v.kind is Kind.PATTERN:
+        group = v.task_id.rpartition(".")[0]
+        facts["first_sensor_end"] = _first(tis.get(f"{group}.microbatch"), "end_date")
+        facts["run_sensor_end"] = _first(tis.get(f"{group}.run"), "end_date")
+    return {"variant": variant, "run_id": run_id, "state": "success",
+            "figures": figures(v.kind, facts), "facts": facts}  # fmt: skip
 
 
 def load() -> list[float]:

@@ -1,4 +1,5 @@
-"""Figures of the Airflow-path section: medians per variant, event percentiles, goal."""
+"""Figures of the Airflow-path section: medians per variant, event percentiles and
+their goals (the runs' goals against the Ray Data tasks are in :mod:`.goals`)."""
 
 from __future__ import annotations
 
@@ -39,29 +40,39 @@ def summarize_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def summarize_events(files: list[dict[str, Any]], poll_s: float) -> dict[str, Any]:
-    """p50/p95 of landing to committed output, and the goal: p50 at most the poll
-    interval plus the run's own time (the median ``prepare`` task) plus 10 s."""
+    """p50/p95 of landing to committed output against the goals: issue 29's (p50 at
+    most the poll interval + 3 s, p95 at most the poll interval + 6 s) and issue 21's
+    (p50 at most the poll interval plus the run's own time, the median ``prepare``
+    task, plus 10 s)."""
     lat = [f["latency_s"] for f in files if f.get("latency_s") is not None]
     own = _median([f.get("prepare_s") for f in files])
-    p50 = percentile(lat, 50)
-    budget = None if own is None else round(poll_s + own + 10.0, 3)
+    p50, p95 = percentile(lat, 50), percentile(lat, 95)
     parts = [
         "landing_to_run_queued_s",
         "run_queued_to_prepare_start_s",
+        "head_task_s",
         "prepare_start_to_commit_s",
         "prepare_s",
         "commit_to_run_success_s",
     ]
+
+    def goal(target: str, measured: float | None, budget: float | None) -> dict[str, Any]:
+        met = None if measured is None or budget is None else measured <= budget
+        return {"target": target, "budget_s": budget, "measured_s": measured, "met": met}
+
     return {
         "poll_interval_s": poll_s,
         "files": files,
         "p50_s": p50,
-        "p95_s": percentile(lat, 95),
+        "p95_s": p95,
         "median": {k: _median([f.get(k) for f in files]) for k in parts},
-        "goal": {
-            "target": "p50 <= poll interval + run's own time + 10 s",
-            "budget_s": budget,
-            "measured_s": p50,
-            "met": None if p50 is None or budget is None else p50 <= budget,
-        },
+        "goals": [
+            goal("p50 <= poll interval + 3 s (issue 29)", p50, poll_s + 3.0),
+            goal("p95 <= poll interval + 6 s (issue 29)", p95, poll_s + 6.0),
+            goal(
+                "p50 <= poll interval + run's own time + 10 s (issue 21)",
+                p50,
+                None if own is None else round(poll_s + own + 10.0, 3),
+            ),
+        ],
     }
