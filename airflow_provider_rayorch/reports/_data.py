@@ -19,7 +19,7 @@ from airflow_provider_rayorch.runs.run_state import RunState, read_run_state
 from airflow_provider_rayorch.runs.uris import fs_path
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Collection, Mapping
     from datetime import datetime
 
     from airflow_provider_rayorch.runs.records import PlanRecord
@@ -285,16 +285,25 @@ def _load_rows(store: RunStore, run_id: str, view: RunView, focus: int | None) -
     view.rows = rows
 
 
-def microbatch_labels(store: RunStore, plan: PlanRecord, index: int) -> dict[int, str]:
-    """``{source: label}`` of microbatch ``index`` (inline rows, else its listing only)."""
+def microbatch_labels(
+    store: RunStore, plan: PlanRecord, index: int, sources: Collection[int] | None = None
+) -> dict[int, str]:
+    """``{source: label}`` of microbatch ``index`` (inline rows, else its listing only),
+    of the ``sources`` given only when given."""
     first, count = plan.microbatch(index)
+    wanted = range(first, first + count) if sources is None else sources
     if plan.sources is not None:
-        return {s: _label(plan.sources[s]) for s in range(first, first + count)}
+        return {s: _label(plan.sources[s]) for s in wanted if first <= s < first + count}
     columns = store.read_sources(plan, index)
     if not columns:
         return {}
-    values = columns[0] if len(columns) == 1 else list(zip(*columns, strict=True))
-    return {first + i: _label(v) for i, v in enumerate(values)}
+    found = len(columns[0])
+    one = len(columns) == 1
+    return {
+        s: _label(columns[0][s - first] if one else [c[s - first] for c in columns])
+        for s in wanted
+        if first <= s < first + found
+    }
 
 
 def label_rows(
@@ -302,7 +311,8 @@ def label_rows(
 ) -> None:
     """Label ``rows`` with their source rows: every row of a plan holding them inline,
     else those of at most :data:`LABELED_MICROBATCHES` microbatches (``focus``, then
-    failures' first); the others keep an empty label."""
+    failures' first); the others keep an empty label. Only the rows' sources are
+    labelled."""
     if plan is None or not rows:
         return
     if plan.sources is not None:
@@ -313,8 +323,13 @@ def label_rows(
         order += [r["microbatch"] for r in rows]
         chosen = list(dict.fromkeys(int(i) for i in order if i is not None))
         chosen = chosen[:LABELED_MICROBATCHES]
+    wanted: dict[int, set[int]] = {i: set() for i in chosen}
+    for row in rows:
+        sources = wanted.get(int(row["microbatch"]))
+        if sources is not None:
+            sources.add(int(row["source"]))
     labels: dict[int, str] = {}
     for index in chosen:
-        labels.update(microbatch_labels(store, plan, index))
+        labels.update(microbatch_labels(store, plan, index, wanted[index]))
     for row in rows:
         row["label"] = labels.get(int(row["source"]), "")

@@ -1,8 +1,11 @@
-"""A report's view of a run from the driver's running aggregate
-(:class:`~airflow_provider_rayorch.runs.aggregate.RunAggregate`): the plan, counts,
+"""A report's view of a run from an aggregate of its commits
+(:class:`~airflow_provider_rayorch.runs.aggregate.RunAggregate`): the driver's running
+one (a live report), or the one the run manifest's aggregate record keeps
+(:func:`stored_aggregate`: a report rendered from the store). The plan, counts,
 timings and sampled source rows are in memory, so a report reads only the few
-records that do not grow with the run (run manifest, run-state record, repair
-records, the driver logs' names), whatever the number of committed microbatches.
+records that do not grow with the run (run manifest head, run-state record, repair
+records, the driver logs' names, the listings of the few microbatches it labels),
+whatever the number of committed microbatches.
 """
 
 from __future__ import annotations
@@ -10,13 +13,15 @@ from __future__ import annotations
 from datetime import datetime  # noqa: TC003 (documented signature)
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_rayorch.rayorch.errors import StoreError
+from airflow_provider_rayorch.runs.aggregate_record import read_aggregate_record, restored_aggregate
 from airflow_provider_rayorch.runs.attempts import repair_records
 from airflow_provider_rayorch.runs.driver_log import driver_log_names, driver_log_uri
 from airflow_provider_rayorch.runs.history import attempt_rows
 from airflow_provider_rayorch.runs.records import Attempt, microbatch_count
 from airflow_provider_rayorch.runs.run_state import read_run_state, run_manifest_head
 
-from ._data import MAX_SOURCE_ROWS, MicrobatchView, RunView, _times, apply_state, label_rows
+from ._data import MicrobatchView, RunView, _output_rows, _times, apply_state, label_rows
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -24,7 +29,19 @@ if TYPE_CHECKING:
     from airflow_provider_rayorch.runs.aggregate import RunAggregate
     from airflow_provider_rayorch.runs.store import RunStore
 
-__all__ = ["live_view"]
+__all__ = ["live_view", "stored_aggregate"]
+
+
+def stored_aggregate(store: RunStore, run_id: str) -> RunAggregate | None:
+    """The aggregate the run's aggregate record keeps while it is current, None
+    without a plan or a current record (or with a damaged one: the report then reads
+    the manifests)."""
+    try:
+        record = read_aggregate_record(store, run_id)
+    except StoreError:
+        return None
+    plan = None if record is None else store.read_plan(run_id)
+    return None if record is None or plan is None else restored_aggregate(plan, record)
 
 
 def live_view(
@@ -33,8 +50,10 @@ def live_view(
     timings: Mapping[int, Mapping[str, Any]] | None,
     *,
     now: datetime | None = None,
+    focus: int | None = None,
 ) -> RunView:
-    """The run as ``agg`` holds it, its state as of ``now`` (see :mod:`.state`)."""
+    """The run as ``agg`` holds it, its state as of ``now`` (see :mod:`.state`);
+    ``focus``: every source row of that committed microbatch is listed too."""
     plan, run_id = agg.plan, agg.plan.run_id
     view = RunView(run_id=run_id, pipeline=plan.pipeline, fingerprint=plan.fingerprint)
     view.total_sources = plan.total_sources
@@ -53,14 +72,41 @@ def live_view(
     view.driver_logs = [
         (name, driver_log_uri(store, run_id, name)) for name in driver_log_names(store, run_id)
     ]
-    rows = agg.bad_rows[:MAX_SOURCE_ROWS]
-    rows += agg.good_rows[: MAX_SOURCE_ROWS - len(rows)]
+    rows = agg.report_rows()
+    focused = None if focus is None else _focus_rows(store, run_id, focus, view.ports)
+    if focused is not None:
+        rows = [r for r in rows if r["microbatch"] != focus] + focused
     view.rows = sorted(
         ({**r, "label": ""} for r in rows), key=lambda r: (int(r["source"]), str(r["port"]))
     )
-    label_rows(store, plan, view.rows, None)
+    label_rows(store, plan, view.rows, focus)
     view.rows_total = agg.rows_total
     return view
+
+
+def _focus_rows(
+    store: RunStore, run_id: str, index: int, ports: list[str]
+) -> list[dict[str, Any]] | None:
+    """Every source row of committed microbatch ``index`` (its committed attempt's
+    files), None when it is not committed."""
+    manifest = store.manifest_record(run_id, index)
+    if manifest is None or manifest.microbatch is None:
+        return None
+    mb = MicrobatchView(
+        index, manifest.microbatch.first_source, manifest.microbatch.count, "success"
+    )
+    mb.files = dict(manifest.files or {})
+    return [
+        {
+            "source": int(row["source"]),
+            "outcome": str(row["outcome"]),
+            "cause": row["cause"] or "",
+            "microbatch": index,
+            "port": port,
+        }
+        for port in ports
+        for row in _output_rows(store, run_id, mb, port)
+    ]
 
 
 def _rows_of(agg: RunAggregate) -> list[MicrobatchView]:

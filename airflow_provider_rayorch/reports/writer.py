@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_rayorch.runs import paths
 
 from ._data import load_run
-from ._live import live_view
+from ._live import live_view, stored_aggregate
 from .measure import measure
 from .model import ReportData, ReportDataError
 from .page import SourceForm, render_report, report_page
@@ -105,14 +105,18 @@ def render_run_report(
     :param live: the driver's running aggregate: the run's counts and sampled source
         rows come from it instead of every manifest and output file (a live report
         reads the same few records whatever the number of committed microbatches).
+        Without it, the run's aggregate record when it is current (a finished run),
+        else every manifest.
     """
     data, damaged = _measured(store, run_id, timeline, calls, microbatches)
     timings = None
     if data is not None and data.timings is not None:
         timings = {t.index: t.model_dump() for t in data.timings}
     now = generated_at or datetime.now(UTC)
+    if live is None:
+        live = stored_aggregate(store, run_id)
     if live is not None:
-        view = live_view(store, live, timings, now=now)
+        view = live_view(store, live, timings, now=now, focus=focus)
     else:
         view = load_run(store, run_id, timings, now=now, focus=focus)
     when = now.strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -50,14 +50,17 @@ __all__ = [
 ]
 
 #: Source rows a manifest's sample keeps per Port: this many not present, then present.
-SAMPLE_ROWS = 20
-#: Source rows of each kind (not present, present) the aggregate keeps for a report.
-MAX_ROWS = 5000
-#: Rows of consecutive microbatches the aggregate keeps (a run of at most this many
-#: microbatches has one row each).
-MAX_BINS = 256
+SAMPLE_ROWS = 50
+#: Source rows a report lists (not present first, then present): the aggregate keeps
+#: this many of each kind. Reached once 10 full microbatches are committed, so a report
+#: lists as many rows whatever the run's length past that.
+MAX_ROWS = 500
+#: Rows of consecutive microbatches the aggregate keeps, one per percent of a longer run
+#: (a run of at most this many microbatches has one row each).
+MAX_BINS = 100
 _OUTCOMES = ("total", "present", "dropped", "failed", "suppressed")
 _GRAINS = ("dispatched", "retried", "suppressed")
+_RESTORED = "an aggregate read back from the store"
 #: a microbatch's byte in :attr:`RunAggregate.states`
 _PENDING, _SUCCESS, _FAILED = 0, 1, 2
 
@@ -173,6 +176,9 @@ class RunAggregate:
     rows_total: int = 0
     committed: int = 0
     last_commit: datetime | None = None
+    #: read back from the run's aggregate record (:mod:`.aggregate_record`): it shows
+    #: the run, but holds no per-microbatch states to add commits to or sum a manifest of
+    restored: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
@@ -185,6 +191,13 @@ class RunAggregate:
         for manifest in manifests:
             agg.add(manifest)
         return agg
+
+    def report_rows(self) -> list[dict[str, Any]]:
+        """The source rows a report lists: not present first, then present, at most
+        :data:`MAX_ROWS` in all."""
+        with self._lock:
+            rows = self.bad_rows[:MAX_ROWS]
+            return rows + self.good_rows[: MAX_ROWS - len(rows)]
 
     def entries(self) -> int:
         """How many entries the aggregate keeps (bins, rows, failures, histories, ...):
@@ -200,12 +213,15 @@ class RunAggregate:
                 f"a microbatch manifest of run {self.plan.run_id} names no microbatch; "
                 f"{manifest.FIX}"
             )
+        if self.restored:
+            raise UsageError(f"{_RESTORED} of run {self.plan.run_id} takes no commit")
         index = ref.index
         ports = (manifest.outputs.ports if manifest.outputs else None) or ["out"]
         sources, grains = _counts(manifest.sources), _counts(manifest.grains)
         elapsed = manifest.elapsed_s or 0.0
         judged = summary_state(sources, self.plan.max_failed_ratio) if sources else "success"
-        rows = _rows(manifest, index, ports)
+        full = len(self.bad_rows) >= MAX_ROWS and len(self.good_rows) >= MAX_ROWS
+        rows = [] if full else _rows(manifest, index, ports)
         failures = [f.model_dump(mode="json", exclude_unset=True) for f in manifest.failures or ()]
         with self._lock:
             if index >= len(self.states):
@@ -308,6 +324,8 @@ class RunAggregate:
         :func:`~airflow_provider_rayorch.rayorch.summary.run_summary` gives of their
         manifests), judged against ``max_failed_ratio`` (the plan's: the microbatches'
         states were judged against it as they came)."""
+        if self.restored:
+            raise UsageError(f"{_RESTORED} of run {self.plan.run_id} sums no run manifest")
         if max_failed_ratio != self.plan.max_failed_ratio:
             raise UsageError(
                 f"the aggregate of run {self.plan.run_id} judged its microbatches against "

@@ -10,6 +10,7 @@ like. Layout of one run (docs/run-store.md describes every file)::
     <run_id>/outputs/mb-00003/attempt-2/<port>.parquet   repair attempt 2's rows
     <run_id>/manifests/mb-00003.json                     microbatch manifest
     <run_id>/run.json                                    run manifest
+    <run_id>/run_aggregate.json                          its head and bounded aggregate
     <run_id>/run_state.json                              the driver's run-state record
     <run_id>/job_state.json                              the Ray job's last known status
     <run_id>/repairs/mb-00003.json                       the microbatch's last repair
@@ -37,6 +38,7 @@ __all__ = [
     "REPORT_DATA_FILE",
     "REPORT_FILE",
     "RESUMES",
+    "RUN_AGGREGATE_FILE",
     "RUN_MANIFEST_FILE",
     "RUN_STATE_FILE",
     "SOURCES",
@@ -65,12 +67,14 @@ __all__ = [
     "report_data",
     "resume",
     "resumes",
+    "run_aggregate",
     "run_manifest",
     "run_state",
 ]
 
 PLAN_FILE = "plan.json"
 RUN_MANIFEST_FILE = "run.json"
+RUN_AGGREGATE_FILE = "run_aggregate.json"
 RUN_STATE_FILE = "run_state.json"
 JOB_STATE_FILE = "job_state.json"
 REPORT_FILE = "report.html"
@@ -149,6 +153,10 @@ def manifest_index(name: str) -> int | None:
 
 def run_manifest(run_id: str) -> tuple[str, ...]:
     return (run_id, RUN_MANIFEST_FILE)
+
+
+def run_aggregate(run_id: str) -> tuple[str, ...]:
+    return (run_id, RUN_AGGREGATE_FILE)
 
 
 def run_state(run_id: str) -> tuple[str, ...]:

@@ -1,5 +1,6 @@
 """The one writer of a run's manifest (``run.json``): the sum of its microbatch
-manifests, with the failed-ratio verdict recorded (:mod:`.verdict`).
+manifests, with the failed-ratio verdict recorded (:mod:`.verdict`), and of its
+aggregate record beside it (:mod:`.aggregate_record`).
 
 The driver writes it at the end of a run (:func:`write_run_manifest`); the run task
 rewrites a repaired run's (:func:`rewrite_repaired_run_manifest`), keeping the first
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.rayorch import summary as summaries
 from airflow_provider_rayorch.runs.aggregate import RunAggregate
+from airflow_provider_rayorch.runs.aggregate_record import write_aggregate_record
 from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.verdict import judged
 
@@ -62,6 +64,8 @@ def write_run_manifest(
         result["repairs"] = repairs
     result = judged(result, max_failed_ratio)
     store.write_run_manifest(run_id, result)
+    if aggregate is not None:
+        write_aggregate_record(store, run_id, aggregate, result)
     return result
 
 

@@ -324,10 +324,23 @@ def read_run_state(
 
 
 def run_manifest_head(store: RunStore, run_id: str, *, listing: bool = False) -> RunManifest | None:
-    """The run manifest; without ``listing``, its per-microbatch listing (one entry a
-    microbatch) is left out unvalidated: the run's verdict reads the same."""
+    """The run manifest; without ``listing``, its head only: from its aggregate record
+    while that is current (:mod:`.aggregate_record`), else from ``run.json`` with its
+    per-microbatch listing (one entry a microbatch) left out unvalidated. The run's
+    verdict reads the same."""
     if listing:
         return store.run_manifest_record(run_id)
+    from airflow_provider_rayorch.runs import aggregate_record as aggregates
+
+    stamp = aggregates.manifest_stamp(store, run_id)
+    if stamp is None:
+        return None
+    try:
+        record = aggregates.read_aggregate_record(store, run_id, stamp)
+    except StoreError:  # a damaged aggregate record: run.json still tells
+        record = None
+    if record is not None:
+        return aggregates.manifest_head(record, store, run_id)
     parts = paths.run_manifest(run_id)
     raw = store.read_bytes(parts)
     if raw is None:

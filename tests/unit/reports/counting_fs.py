@@ -9,12 +9,13 @@ import pyarrow.fs as pafs
 
 class CountingHandler(pafs.FileSystemHandler):
     """Delegates to the local filesystem; ``reads`` counts opens for reading and
-    metadata/listing calls, ``paths`` the paths they named."""
+    metadata/listing calls, ``paths`` the paths they named, ``opened`` the files opened."""
 
     def __init__(self) -> None:
         self.fs = pafs.LocalFileSystem()
         self.reads = 0
         self.paths: list[str] = []
+        self.opened: list[str] = []
 
     def _read(self, path: Any) -> None:
         self.reads += 1
@@ -67,10 +68,12 @@ class CountingHandler(pafs.FileSystemHandler):
 
     def open_input_stream(self, path: str) -> Any:
         self._read(path)
+        self.opened.append(path)
         return self.fs.open_input_stream(path)
 
     def open_input_file(self, path: str) -> Any:
         self._read(path)
+        self.opened.append(path)
         return self.fs.open_input_file(path)
 
     def open_output_stream(self, path: str, metadata: Any) -> Any:

@@ -117,18 +117,18 @@ def test_a_microbatch_is_added_once_and_judged_against_the_plans_ratio() -> None
 
 
 def test_a_live_report_of_more_microbatches_than_bins_shows_rows_of_several(tmp_path) -> None:
-    agg = RunAggregate.of(_plan(1000), [_manifest(i, failed=int(i == 5)) for i in range(999)])
+    agg = RunAggregate.of(_plan(1000), [_manifest(i, failed=int(i == 15)) for i in range(999)])
     for i in range(999):
         agg.timing(i, float(i), float(i) + 1.0)
     view = live_view(RunStore(str(tmp_path)), agg, {t["index"]: t for t in agg.timings()})
     rows = view.microbatches
-    assert len(rows) == 250 <= MAX_BINS  # 1,000 microbatches, 4 a row
+    assert len(rows) == 100 == MAX_BINS  # 1,000 microbatches, 10 a row
     assert [(r.name, r.state, r.done_count) for r in rows[:2]] == [
-        ("mb 0-3", "success", 4),
-        ("mb 4-7", "failed", 4),  # microbatch 5 failed
+        ("mb 0-9", "success", 10),
+        ("mb 10-19", "failed", 10),  # microbatch 15 failed
     ]
-    assert (rows[-1].name, rows[-1].state, rows[-1].done_count) == ("mb 996-999", "running", 3)
-    assert (rows[1].started_s, rows[1].finished_s) == (4.0, 8.0)
+    assert (rows[-1].name, rows[-1].state, rows[-1].done_count) == ("mb 990-999", "running", 9)
+    assert (rows[1].started_s, rows[1].finished_s) == (10.0, 20.0)
     assert sum(r.size for r in rows) == 1000
     assert sum(r.done_count for r in rows) == 999
     assert view.sources["failed"] == 1
