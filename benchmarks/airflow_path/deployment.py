@@ -132,6 +132,10 @@ class Bench:
     rest: Rest | None = None
     settings: dict[str, str] = field(default_factory=dict)
 
+    def head_token(self) -> str:
+        """The benchmark's own head's token."""
+        return Path(self.head["token_path"]).read_text().strip()
+
     def _head(self, head: Mapping[str, Any] | None) -> tuple[str, dict[str, str]]:
         """The Jobs API address of ``head`` (a head's info; None: the benchmark's own)
         and the headers carrying its token."""
@@ -235,7 +239,14 @@ def start_bench(documents: int, batch: int, *, timeout: float = 300) -> Bench:
             )
         bench.rest = rest = Rest(bench.url)
         extra = {"run_store": str(runs)}
-        conn = {"connection_id": CONN_ID, "conn_type": "rayorch", "host": head["address"]}
+        # the head runs in token mode: its token as the connection's password, as for a
+        # cluster (the deployment's tasks look loopback heads up in a registry of their own)
+        conn = {
+            "connection_id": CONN_ID,
+            "conn_type": "rayorch",
+            "host": head["address"],
+            "password": bench.head_token(),
+        }
         rest.call("POST", "connections", json={**conn, "extra": json.dumps(extra)})
         for dag_id in (*(v.dag_id for v in VARIANTS.values()), "rayorch_events"):
             wait(partial(rest.get, f"dags/{dag_id}"), 240, f"DAG {dag_id} to be parsed")
