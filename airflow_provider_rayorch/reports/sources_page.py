@@ -43,13 +43,11 @@ def read_source_page(store: RunStore, run_id: str, page: int, size: int = PAGE_R
     page = min(max(page, 0), pages - 1)
     lo, hi = page * size, min((page + 1) * size, total)
     out = SourcePage(run_id, page, pages, total)
-    for d in plan.microbatches():
-        first, count, index = int(d["first_source"]), int(d["count"]), int(d["index"])
-        if first + count <= lo or first >= hi:
-            continue
-        labels = microbatch_labels(store, plan, index)
-        manifest = store.manifest_record(run_id, index)
+    for index in range(lo // plan.batch_size, (hi - 1) // plan.batch_size + 1):
+        first, count = plan.microbatch(index)  # only the microbatches holding the page
         wanted = range(max(lo, first), min(hi, first + count))
+        labels = microbatch_labels(store, plan, index, wanted)
+        manifest = store.manifest_record(run_id, index)
         if manifest is None:
             out.rows += [
                 {

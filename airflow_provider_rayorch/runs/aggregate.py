@@ -253,7 +253,7 @@ class RunAggregate:
                 merged.sort(key=lambda pair: pair[0])  # stable: a microbatch's order kept
                 self.failures = merged[:FAILURES_CAP]
             if manifest.attempts:
-                history = [a.model_dump(mode="json") for a in manifest.attempts]
+                history = [a.model_dump(mode="json", exclude_none=True) for a in manifest.attempts]
                 self.attempts[index] = (manifest.attempt or 1, history)
             for row in rows:
                 kept = self.good_rows if row["outcome"] == "present" else self.bad_rows

@@ -6,7 +6,8 @@ histories of repaired microbatches and the source rows a report lists).
 :func:`~.run_manifest.write_run_manifest` writes it right after ``run.json`` and
 stamps it with that file's size and modification time. It is current while
 ``run.json`` still has them (a resumed run clears ``run.json``, a rewrite changes it)
-and no microbatch was repaired after it (:func:`read_aggregate_record`). The run's
+and no microbatch was repaired after it (:func:`read_aggregate_record`; a repair also
+deletes it before it commits, :mod:`.repair`). The run's
 state (:func:`.run_state.run_manifest_head`) and a report rendered from the store read
 it instead of ``run.json``'s listing and every microbatch manifest: a record of the
 same size whatever the number of microbatches.
@@ -25,17 +26,21 @@ from airflow_provider_rayorch.runs import paths
 from airflow_provider_rayorch.runs.aggregate import MicrobatchBin, RunAggregate
 from airflow_provider_rayorch.runs.records import (
     SCHEMA_VERSION,
+    Attempt,
     Record,
     RunManifest,
     validate_record,
 )
 
 if TYPE_CHECKING:
-    from airflow_provider_rayorch.runs.records import PlanRecord
+    from collections.abc import Sequence
+
+    from airflow_provider_rayorch.runs.records import PlanRecord, RepairRecord
     from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = [
     "AggregateRecord",
+    "histories",
     "manifest_head",
     "manifest_stamp",
     "read_aggregate_record",
@@ -114,22 +119,28 @@ def write_aggregate_record(
 
 
 def read_aggregate_record(
-    store: RunStore, run_id: str, stamp: dict[str, Any] | None = None
+    store: RunStore,
+    run_id: str,
+    stamp: dict[str, Any] | None = None,
+    repairs: Sequence[RepairRecord] | None = None,
 ) -> AggregateRecord | None:
     """The run's aggregate record while it is current: ``run.json`` is as it was
     written with it (``stamp``: its :func:`manifest_stamp`, when the caller has it),
     and no microbatch committed a repair after it (one manifest read per repair
-    record). None otherwise; :class:`StoreError` if it is damaged."""
+    record; ``repairs``: the run's, when the caller read them). None otherwise;
+    :class:`StoreError` if it is damaged."""
     stamp = stamp or manifest_stamp(store, run_id)
     if stamp is None:
         return None
     record = store.read_record(paths.run_aggregate(run_id), AggregateRecord)
     if record is None or record.run_manifest != stamp:
         return None
-    from airflow_provider_rayorch.runs.attempts import repair_records
+    if repairs is None:
+        from airflow_provider_rayorch.runs.attempts import repair_records
 
+        repairs = repair_records(store, run_id)
     written = {int(a["index"]): int(a["attempt"]) for a in record.attempts}
-    for repair in repair_records(store, run_id):
+    for repair in repairs:
         manifest = store.manifest_record(run_id, repair.index)
         if manifest is not None and (manifest.attempt or 1) > written.get(repair.index, 1):
             return None
@@ -139,6 +150,13 @@ def read_aggregate_record(
 def manifest_head(record: AggregateRecord, store: RunStore, run_id: str) -> RunManifest:
     """The run manifest the record heads (without its listing)."""
     return validate_record(RunManifest, record.head, store.record_uri(paths.run_manifest(run_id)))
+
+
+def histories(record: AggregateRecord) -> dict[int, list[Attempt]]:
+    """The attempt histories of the repaired microbatches, by index."""
+    return {
+        int(a["index"]): [Attempt.model_validate(h) for h in a["history"]] for a in record.attempts
+    }
 
 
 def restored_aggregate(plan: PlanRecord, record: AggregateRecord) -> RunAggregate:

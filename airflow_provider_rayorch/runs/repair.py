@@ -250,6 +250,7 @@ def _commit_attempt(
         },
     }
     manifest = judged(manifest, plan.max_failed_ratio)  # the verdict, recorded once
+    store.delete(paths.run_aggregate(plan.run_id))  # it no longer sums the run's manifests
     # the commit point: only over the manifest this repair read
     if version is None or not store.replace_manifest(plan.run_id, index, manifest, version):
         raise AttemptConflict(

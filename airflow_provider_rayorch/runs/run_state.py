@@ -53,7 +53,12 @@ from airflow_provider_rayorch.runs.state_rule import (
 
 if TYPE_CHECKING:
     from airflow_provider_rayorch.runs.job_status import JobStatus
-    from airflow_provider_rayorch.runs.records import JobStateRecord, MicrobatchManifest
+    from airflow_provider_rayorch.runs.records import (
+        Attempt,
+        JobStateRecord,
+        MicrobatchManifest,
+        RepairRecord,
+    )
     from airflow_provider_rayorch.runs.store import RunStore
 
 __all__ = [
@@ -289,12 +294,18 @@ def read_run_state(
     from airflow_provider_rayorch.runs.history import attempt_rows, repairs_note
 
     repairs = repair_records(store, run_id)
-    # its listing tells a repair since it was written only: read it when it can
-    manifest = run_manifest_head(store, run_id, listing=bool(repairs) or manifests is not None)
+    repaired = _repaired_aggregate(store, run_id, repairs) if manifests is None else None
+    histories: dict[int, list[Attempt]] = {}
+    manifest: RunManifest | None
+    if repaired is not None:  # current after the repairs: its head and histories tell
+        (manifest, histories), manifests = repaired, []
+    else:  # its listing tells a repair since it was written only: read it when it can
+        listing = bool(repairs) or manifests is not None
+        manifest = run_manifest_head(store, run_id, listing=listing)
     plan = store.read_plan(run_id)
     record, unreadable = _read_record(store, run_id)
     # a finished unrepaired run, or one its driver still runs, needs no manifest read
-    needs = manifest is None or bool(repairs)
+    needs = manifest is None or (bool(repairs) and repaired is None)
     if record is not None and record.state in ("running", "stopped"):
         needs = False
     if record is not None and record.state == "failed" and manifest is None:
@@ -317,10 +328,29 @@ def read_run_state(
     )
     if reads_job_record(facts):  # only that rule needs the listing of the run's files
         facts = replace(facts, last_write=last_write(store, run_id))
-    histories = {m.microbatch.index: m.attempts or [] for m in manifests if m.microbatch}
+    histories.update((m.microbatch.index, m.attempts or []) for m in manifests if m.microbatch)
     note = repairs_note(attempt_rows(histories, repairs)) if repairs else None
     state = with_note(decide_state(facts, now=now), unreadable or job_unreadable)
     return with_repairs(state, note)
+
+
+def _repaired_aggregate(
+    store: RunStore, run_id: str, repairs: list[RepairRecord]
+) -> tuple[RunManifest, dict[int, list[Attempt]]] | None:
+    """A repaired run's manifest head and attempt histories from its aggregate record,
+    when that is current (the run task summed the repairs): None without repairs or
+    such a record (a damaged one included)."""
+    if not repairs:
+        return None
+    from airflow_provider_rayorch.runs import aggregate_record as aggregates
+
+    try:
+        record = aggregates.read_aggregate_record(store, run_id, repairs=repairs)
+    except StoreError:
+        return None
+    if record is None:
+        return None
+    return aggregates.manifest_head(record, store, run_id), aggregates.histories(record)
 
 
 def run_manifest_head(store: RunStore, run_id: str, *, listing: bool = False) -> RunManifest | None:

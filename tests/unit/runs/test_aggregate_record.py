@@ -17,10 +17,14 @@ from airflow_provider_rayorch.runs.aggregate_record import (
 )
 from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.records import RepairRecord
-from airflow_provider_rayorch.runs.run_manifest import write_run_manifest
-from airflow_provider_rayorch.runs.run_state import run_manifest_head
+from airflow_provider_rayorch.runs.run_manifest import (
+    rewrite_repaired_run_manifest,
+    write_run_manifest,
+)
+from airflow_provider_rayorch.runs.run_state import read_run_state, run_manifest_head
 from airflow_provider_rayorch.runs.store import RunStore
 
+from ..reports.counting_fs import counting
 from .test_aggregate import _manifest, _plan
 
 if TYPE_CHECKING:
@@ -87,3 +91,23 @@ def test_a_restored_aggregate_shows_the_run_and_takes_no_commit(tmp_path: Path) 
         restored.add(_manifest(0))
     with pytest.raises(UsageError, match="sums no run manifest"):
         restored.run_summary(run_id="run", outputs_uri=None, **FIGURES)  # type: ignore[arg-type]
+
+
+def test_a_repaired_runs_state_reads_the_repaired_manifests_not_every_one(
+    tmp_path: Path,
+) -> None:
+    store, _ = _finished(tmp_path)
+    history = [
+        {"attempt": 1, "state": "failed"},
+        {"attempt": 2, "kind": "repair", "state": "success"},
+    ]
+    store.commit_microbatch("run", 2, plain(_manifest(2)) | {"attempt": 2, "attempts": history})
+    store.write_record(paths.repair("run", 2), RepairRecord(index=2, attempt=2, status="committed"))
+    rewrite_repaired_run_manifest(store, "run", 0.5)
+    handler = counting(store)
+    state = read_run_state(store, "run")
+    assert state.state == "success"
+    assert state.message == "repairs: mb 2 attempt 2 success"
+    manifests = [p for p in handler.opened if f"/{paths.MANIFESTS}/" in p]
+    assert [p.rsplit("/", 1)[-1] for p in manifests] == ["mb-00002.json"]
+    assert not [p for p in handler.opened if p.endswith(paths.RUN_MANIFEST_FILE)]
