@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_rayorch.runs.store import RunStore
 
-__all__ = ["main", "write_report"]
+__all__ = ["main", "skip_unneeded_imports", "write_report"]
 
 
 def write_report(
@@ -52,5 +52,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     return driver.main(argv, report=write_report, started_at=process_started_at(LOADED_AT))
 
 
+#: Optional packages the driver process goes without, though installed: jsonschema
+#: (imported with Ray) builds the grammar of its ``iri`` format checker, rfc3987_syntax,
+#: when it is imported, about 0.9 s of every driver's start (docs/performance/
+#: driver-start.md); the driver checks no JSON Schema format.
+UNNEEDED_MODULES = ("rfc3987_syntax",)
+
+
+def skip_unneeded_imports() -> None:
+    """Make :data:`UNNEEDED_MODULES` unimportable in this process (an importer that
+    tries one gets ``ImportError``, as if it were not installed); one already imported
+    stays. Only the job's own process calls this: never a process that imports the
+    module, such as the tests'."""
+    for name in UNNEEDED_MODULES:
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
+
+
 if __name__ == "__main__":
+    skip_unneeded_imports()
     sys.exit(main())
