@@ -52,6 +52,7 @@ __all__ = [
     "RayOrchConnectionNotFound",
     "RayOrchError",
     "RayOrchFailedRatioExceeded",
+    "RayOrchHeadDied",
     "RayOrchHeadsDirNotPrivate",
     "RayOrchJobFailed",
     "RayOrchPermanentError",
@@ -96,6 +97,12 @@ class RayOrchClusterError(RayOrchAirflowError):
 class RayOrchClusterUnavailable(RayOrchClusterError, RayOrchTransientError):
     """The Jobs API did not answer in time, dropped the connection, refused it after
     answering before, or answered "try again later"; retried within the budget."""
+
+
+class RayOrchHeadDied(RayOrchClusterError):
+    """A Ray process of a loopback head ended while the head started (on a loaded
+    machine Ray's raylet aborts when its dashboard agent is slow to report its port):
+    the head is stopped, and a new start may succeed."""
 
 
 class RayOrchAuthError(RayOrchClusterError):

@@ -5,6 +5,8 @@ it takes jobs."""
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 import secrets
 import shutil
@@ -17,8 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.common import local_heads
-from airflow_provider_rayorch.exceptions import RayOrchClusterError
-from airflow_provider_rayorch.operators._head_groups import stop_local_head
+from airflow_provider_rayorch.exceptions import RayOrchClusterError, RayOrchHeadDied
+from airflow_provider_rayorch.operators._head_groups import group_members, stop_local_head
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -26,6 +28,12 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = ["answers_jobs", "head_auth_env", "start_local_head", "stop_heads_starting_here"]
+
+log = logging.getLogger(__name__)
+
+#: How many heads one start may begin: a head whose Ray process died while it started
+#: (:class:`RayOrchHeadDied`) is stopped and a new one begun, up to this many in all.
+START_TRIES = 2
 
 
 @dataclass
@@ -145,7 +153,40 @@ def start_local_head(
     written to the head's token file. The head is recorded (under the task instance
     ``key``, see :func:`local_heads.run_key`) as soon as its process group exists.
     Until it is up, ``RayLocalHeadStartOperator.on_kill`` (a signal handler) stops it
-    and the start fails."""
+    and the start fails.
+
+    A head a Ray process of which dies while it starts is stopped (its logs archived,
+    see :mod:`~airflow_provider_rayorch.common.head_logs`) and a new one begun, up to
+    :data:`START_TRIES` heads in all."""
+    start = functools.partial(
+        _start_once,
+        num_cpus=num_cpus,
+        env=env,
+        temp_root=temp_root,
+        timeout=timeout,
+        token=token,
+        extra_args=extra_args,
+        key=key,
+    )
+    for _ in range(START_TRIES - 1):
+        try:
+            return start()
+        except RayOrchHeadDied as exc:
+            log.warning("%s: starting a new head", exc)
+    return start()
+
+
+def _start_once(
+    *,
+    num_cpus: int | None,
+    env: Mapping[str, str] | None,
+    temp_root: str | None,
+    timeout: float,
+    token: str | None,
+    extra_args: Sequence[str],
+    key: str | None,
+) -> dict[str, Any]:
+    """One head's start (see :func:`start_local_head`)."""
     # Every port the head's processes listen on is chosen here, none left to Ray: the
     # raylet waits only about 15 s for an agent to report a port it picked itself (a
     # port file), and on a loaded machine a slow agent misses that and the raylet aborts
@@ -239,6 +280,7 @@ def _wait_until_up(
         token = f.read().strip()
     deadline = time.monotonic() + timeout
     waiting_for = "its Jobs API"
+    raylet = _Raylet(proc.pid)
     with _client(token) as client:
         while time.monotonic() < deadline:
             if starting.killed:
@@ -248,8 +290,14 @@ def _wait_until_up(
             if proc.poll() is not None:
                 with open(log_path) as f:
                     tail = f.read()[-2000:]
-                raise RayOrchClusterError(
+                raise RayOrchHeadDied(
                     f"`ray start --head` exited with {proc.returncode} (log {log_path}):\n{tail}",
+                )
+            if raylet.died():
+                raise RayOrchHeadDied(
+                    f"the raylet of the Ray head at {address} exited while the head started "
+                    f"(its log: {temp_dir}/session_latest/logs/raylet.out); on a busy machine "
+                    "it aborts when the head's dashboard agent is slow to report its port",
                 )
             if _dashboard_up(client, info["address"]):
                 waiting_for = f"its job agent ({agent_url}/api/healthz)"
@@ -263,6 +311,29 @@ def _wait_until_up(
         f"{timeout:g}s (log {log_path}; the head's logs are under {temp_dir}/session_latest/"
         "logs). Fix: on a busy machine give the head more time (startup_timeout)",
     )
+
+
+class _Raylet:
+    """Whether a starting head's raylet, once seen in the head's process group, has
+    exited (``ray start --block`` keeps running when it does)."""
+
+    def __init__(self, pgid: int) -> None:
+        self.pgid = pgid
+        self.seen = False
+
+    def died(self) -> bool:
+        alive = any(_name(member) == "raylet" for member in group_members(self.pgid))
+        self.seen = self.seen or alive
+        return self.seen and not alive
+
+
+def _name(process: Any) -> str | None:
+    import psutil
+
+    try:
+        return str(process.name())
+    except psutil.Error:
+        return None
 
 
 def stop_heads_starting_here() -> list[int]:

@@ -18,7 +18,6 @@ other CPUs is told so in its log.
 
 from __future__ import annotations
 
-import logging
 import os
 import subprocess
 import sys
@@ -27,7 +26,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.common import local_heads
-from airflow_provider_rayorch.exceptions import RayOrchClusterError
 from airflow_provider_rayorch.operators._head_groups import stop_recorded_heads
 from airflow_provider_rayorch.operators._head_start import answers_jobs, start_local_head
 from airflow_provider_rayorch.rayorch.errors import UsageError
@@ -39,12 +37,8 @@ __all__ = ["DEFAULT_IDLE_S", "SharedHead", "idle_seconds", "shared_head", "stop_
 
 #: Seconds between two looks at a shared head that is up but slow to answer.
 _ANSWER_POLL_S = 0.5
-#: Starts of the shared head one run tries before its task fails.
-START_TRIES = 2
 #: Seconds a shared head stays up with no job and no run finding it, by default.
 DEFAULT_IDLE_S = 600.0
-
-log = logging.getLogger(__name__)
 
 
 def idle_seconds() -> float:
@@ -118,31 +112,14 @@ def shared_head(
         # the recorded head is gone or hung, or a start died before it recorded its
         # head: whatever is left of them (their groups as recorded) is stopped
         stop_recorded_heads(local_heads.SHARED_KEY, timeout=0)
-        info = _start(num_cpus, env, timeout)
+        info = start_local_head(
+            num_cpus=num_cpus, env=env, timeout=timeout, key=local_heads.SHARED_KEY
+        )
         info["num_cpus"] = num_cpus
         info["start"] = local_heads.process_start(int(info["pgid"]))
         local_heads.write_shared({**info, "used_at": time.time()})
         _watch_idle(info, idle_seconds())
         return SharedHead(info, started=True)
-
-
-def _start(num_cpus: int | None, env: Mapping[str, str] | None, timeout: float) -> dict[str, Any]:
-    """Start the shared head, a second time when the first start failed: on a loaded
-    machine Ray's raylet aborts when its dashboard agent is slow to write its port
-    file, and ``ray start`` then never finishes; the failed head is stopped, its logs
-    archived, and every run waiting for the shared head would fail with it."""
-
-    def start() -> dict[str, Any]:
-        return start_local_head(
-            num_cpus=num_cpus, env=env, timeout=timeout, key=local_heads.SHARED_KEY
-        )
-
-    for _ in range(START_TRIES - 1):
-        try:
-            return start()
-        except RayOrchClusterError as exc:
-            log.warning("the shared Ray head did not start (%s): starting it again", exc)
-    return start()
 
 
 def stop_shared_head(*, timeout: float = 10.0) -> dict[str, Any] | None:
