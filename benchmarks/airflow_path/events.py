@@ -20,7 +20,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .deployment import wait
-from .facts import ts
+from .facts import driver_logs, ts
+from .split import start_marks, start_split
 
 if TYPE_CHECKING:
     from .deployment import Bench
@@ -69,11 +70,16 @@ def _one(bench: Bench, name: str, landed: float, run: dict[str, Any]) -> dict[st
     tis = {t["task_id"]: t for t in rest.task_instances(DAG_ID, rid)}
     prepare, head = tis.get("prepare") or {}, tis.get("ray_head") or {}
     store = RunStore(str(rest.xcom(DAG_ID, rid, "prepare", "rayorch_run_store")))
-    commits = [ts(m.to_dict().get("committed_at")) for m in store.manifest_records(
-        str(rest.xcom(DAG_ID, rid, "prepare", "rayorch_run_id")))]  # fmt: skip
+    run_id = str(rest.xcom(DAG_ID, rid, "prepare", "rayorch_run_id"))
+    commits = [ts(m.to_dict().get("committed_at")) for m in store.manifest_records(run_id)]
     committed = max((c for c in commits if c is not None), default=None)
     queued, end = ts(run.get("queued_at")), ts(run.get("end_date"))
     start, stop = ts(prepare.get("start_date")), ts(prepare.get("end_date"))
+    # the job on the shared head, and its start as the driver marked it
+    info = rest.xcom(DAG_ID, rid, "ray_head")
+    job_id = str(rest.xcom(DAG_ID, rid, "prepare", "rayorch_job_id"))
+    job_start = ((bench.ray_job(job_id, info) or {}).get("start_time") or 0) / 1000 or None
+    marks = start_marks(bench.job_logs(job_id, info), *driver_logs(store, run_id))
 
     def span(a: float | None, b: float | None) -> float | None:
         return None if a is None or b is None else round(b - a, 3)
@@ -87,6 +93,9 @@ def _one(bench: Bench, name: str, landed: float, run: dict[str, Any]) -> dict[st
         "run_queued_to_prepare_start_s": span(queued, start),
         "head_task_s": span(ts(head.get("start_date")), ts(head.get("end_date"))),
         "prepare_start_to_commit_s": span(start, committed),
+        "prepare_start_to_job_start_s": span(start, job_start),
+        "job_start_to_commit_s": span(job_start, committed),
+        **start_split({"job_start": job_start, **marks, "first_commit": committed}),
         "prepare_s": span(start, stop),
         "commit_to_run_success_s": span(committed, end),
     }

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from .deployment import Bench
 
-__all__ = ["VARIANTS", "Kind", "Variant", "measure_run", "ts"]
+__all__ = ["VARIANTS", "Kind", "Variant", "driver_logs", "figures", "measure_run", "ts"]
 
 
 class Kind(enum.Enum):
@@ -99,7 +99,7 @@ def _job_times(job: Mapping[str, Any]) -> dict[str, float | None]:
     }
 
 
-def _driver_logs(store: Any, run_id: str) -> list[str]:
+def driver_logs(store: Any, run_id: str) -> list[str]:
     """The texts of the run's driver logs the run store keeps."""
     import posixpath
 
@@ -128,7 +128,7 @@ def _rayorch_facts(
     manifests = [m.to_dict() for m in store.manifest_records(rid)]
     commits = sorted(ts(m.get("committed_at")) or 0.0 for m in manifests)
     run_json, report = Path(store.root) / rid / "run.json", Path(store.root) / rid / "report.html"
-    marks = start_marks(bench.job_logs(job_id, head), *_driver_logs(store, rid))
+    marks = start_marks(bench.job_logs(job_id, head), *driver_logs(store, rid))
     return {
         **_job_times(bench.ray_job(job_id, head) or {}),
         **marks,

@@ -2,10 +2,12 @@
 own marks.
 
 The driver prints ``RAYORCH_EVENT {"event": "start", "phase": P, "at": <epoch s>}``
-for P in :data:`PHASES`: its process started, its imports done, its pools started,
-its first dispatch. Those lines reach the job's log (Ray's Jobs API) and the driver's
-log kept in the run store; :func:`start_marks` reads them from either text, and
-:func:`start_split` turns them, Ray's job start and the first commit into spans.
+for P in :data:`PHASES` (``runs/driver_events.py``): its process started, the package
+and the pipeline imported and compiled, its executor open (Ray connected, the pools'
+actors requested), its first batch dispatched. Those lines reach the job's log (Ray's
+Jobs API) and the driver's log kept in the run store; :func:`start_marks` reads them
+from either text, and :func:`start_split` turns them, Ray's job start and the first
+commit into consecutive spans.
 """
 
 from __future__ import annotations
@@ -18,14 +20,13 @@ __all__ = ["PHASES", "SPLIT", "start_marks", "start_split"]
 EVENT_MARKER = "RAYORCH_EVENT "
 #: The driver's start phases, in the order a driver passes them.
 PHASES = ("process", "imported", "pools", "dispatch")
-#: Figure -> (from, to): consecutive spans that add up to job start -> first commit,
-#: and the pools' start on its own (it may overlap the first dispatch).
+#: Figure -> (from, to): consecutive spans that add up to job start -> first commit.
 SPLIT = {
     "supervisor_s": ("job_start", "process"),
     "driver_imports_s": ("process", "imported"),
-    "to_first_dispatch_s": ("imported", "dispatch"),
-    "first_batch_s": ("dispatch", "first_commit"),
     "pool_starts_s": ("imported", "pools"),
+    "to_first_dispatch_s": ("pools", "dispatch"),
+    "first_batch_s": ("dispatch", "first_commit"),
 }
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from .split import SPLIT
+
 __all__ = ["percentile", "summarize_events", "summarize_runs"]
 
 
@@ -52,6 +54,9 @@ def summarize_events(files: list[dict[str, Any]], poll_s: float) -> dict[str, An
         "run_queued_to_prepare_start_s",
         "head_task_s",
         "prepare_start_to_commit_s",
+        "prepare_start_to_job_start_s",
+        "job_start_to_commit_s",
+        *SPLIT,
         "prepare_s",
         "commit_to_run_success_s",
     ]

@@ -31,10 +31,10 @@ PARTS = [
     ("head_task_s", "- of which the ray_head task (finds the shared head)"),
     ("job_start_to_first_commit_s", "job start -> first commit (driver, actors, work)"),
     ("supervisor_s", "- of which job start -> driver process (Ray's job supervisor)"),
-    ("driver_imports_s", "- of which driver process -> its imports done"),
-    ("to_first_dispatch_s", "- of which imports done -> first dispatch"),
+    ("driver_imports_s", "- of which driver process -> imports done (package, pipeline)"),
+    ("pool_starts_s", "- of which imports done -> pools open (Ray connect, actors asked)"),
+    ("to_first_dispatch_s", "- of which pools open -> first dispatch"),
     ("first_batch_s", "- of which first dispatch -> first commit (the first batch)"),
-    ("pool_starts_s", "- imports done -> pools started (beside the two above)"),
     ("first_to_last_commit_s", "first commit -> last commit (the rest of the work)"),
     ("first_commit_to_sensor_s", "first commit -> its sensor ends"),
     ("last_commit_to_job_end_s", "last commit -> job end (run manifest, report, exit)"),
@@ -49,6 +49,13 @@ EVENT_PARTS = [
     ("run_queued_to_prepare_start_s", "run queued -> prepare starts (select_sources, ray_head)"),
     ("head_task_s", "- of which the ray_head task (finds the shared head)"),
     ("prepare_start_to_commit_s", "prepare starts -> commit (submit, driver)"),
+    ("prepare_start_to_job_start_s", "- of which prepare starts -> job start (plan, submit)"),
+    ("job_start_to_commit_s", "- of which job start -> commit (driver, actors, work)"),
+    ("supervisor_s", "- - of which job start -> driver process (supervisor)"),
+    ("driver_imports_s", "- - of which driver process -> imports done"),
+    ("pool_starts_s", "- - of which imports done -> pools open"),
+    ("to_first_dispatch_s", "- - of which pools open -> first dispatch"),
+    ("first_batch_s", "- - of which first dispatch -> commit"),
     ("prepare_s", "prepare task, start to end (the run's own time)"),
     ("commit_to_run_success_s", "commit -> run success"),
 ]
@@ -83,9 +90,10 @@ def _events(r: dict[str, Any]) -> list[str]:
     lines += event_goals(e)
     lines += ["Where it goes (median over the files):", ""]
     lines += table(["part", "s"], [[h, fmt(e["median"].get(k))] for k, h in EVENT_PARTS])
+    top = [(k, h) for k, h in EVENT_PARTS if not h.startswith("-")]
     lines += table(
-        ["file", "latency s", *(h.split(" (")[0] for _, h in EVENT_PARTS)],
-        [[f["file"], fmt(f["latency_s"]), *(fmt(f.get(k)) for k, _ in EVENT_PARTS)]
+        ["file", "latency s", *(h.split(" (")[0] for _, h in top)],
+        [[f["file"], fmt(f["latency_s"]), *(fmt(f.get(k)) for k, _ in top)]
          for f in e["files"]],
     )  # fmt: skip
     return lines
