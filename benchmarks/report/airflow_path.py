@@ -194,40 +194,25 @@ def _page(r: dict[str, Any], plotted: bool) -> list[str]:
 
 
 def _plot(r: dict[str, Any], out: Path) -> bool:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Draw the page's plot (Pillow): each variant's top-level median parts, stacked."""
+    from .airflow_path_png import draw_bars
 
     v = _variants(r)
-    keys = [k for k, _ in PARTS]
-    fig, ax = plt.subplots(figsize=(10, 1.5 + 0.45 * len(v)))
     parts = [
         (k, label.split(" (")[0])
-        for k, (_, label) in zip(keys, PARTS, strict=True)
+        for k, label in PARTS
         if k != "first_commit_to_sensor_s" and not label.startswith("-")
     ]
-    shown = [(j, k, label) for j, (k, label) in enumerate(parts)]  # one color per part
-    for i, name in enumerate(v):
-        left = 0.0
-        for j, k, label in shown:
-            width = v[name]["median"].get(k) or 0.0
-            ax.barh(i, width, left=left, color=f"C{j}", label=label if i == 0 else None)
-            left += width
-    ax.set_yticks(range(len(v)), list(v))
-    ax.set_xlabel("seconds from the trigger (median parts)")
-    ax.set_title("Where a triggered run's seconds go")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    fig.savefig(out / PLOT, dpi=110)
-    plt.close(fig)
+    bars = {n: [v[n]["median"].get(k) or 0.0 for k, _ in parts] for n in v}
+    draw_bars(
+        out / PLOT, "Where a triggered run's seconds go (medians)", bars, [p for _, p in parts]
+    )
     return True
 
 
 def write_page(r: dict[str, Any] | None, out: Path, *, plots: bool = True) -> None:
-    """Write ``out``/airflow-path.md, its raw results (``RAW``) and its plot (when
-    matplotlib is installed; without it, or with ``plots=False``, no plot: one drawn
-    earlier is removed)."""
+    """Write ``out``/airflow-path.md, its raw results (``RAW``) and its plot (with
+    Pillow; without it, or with ``plots=False``, no plot: one drawn earlier is removed)."""
     if not r or not r.get("variants"):
         return
     (out / RAW).write_text(json.dumps(r, indent=1, default=str) + "\n")
@@ -235,7 +220,7 @@ def write_page(r: dict[str, Any] | None, out: Path, *, plots: bool = True) -> No
     if plots:
         try:
             plotted = _plot(r, out)
-        except ImportError:  # matplotlib comes with the bench extra only
+        except ImportError:  # Pillow comes with the documents and bench extras
             plotted = False
     if not plotted:  # a plot of another run never stands beside these figures
         (out / PLOT).unlink(missing_ok=True)

@@ -99,3 +99,19 @@ def test_the_gathering_task_assembles_each_document_like_the_whole_document_task
         expected = {c: whole[c][k] for c in ("markdown", "pages", "words")}
         assert gathered[path] == expected
     assert max(r["pages"] for r in gathered.values()) == 4
+
+
+def test_the_page_links_the_plot_it_drew(tmp_path: Path) -> None:
+    pytest.importorskip("PIL")
+    from benchmarks.report.airflow_path import PAGE, PLOT, write_page
+
+    variants = _named({OPERATOR: (8.0, 4.0), PATTERN: (9.0, 5.0)})
+    for v in variants.values():
+        v.update(runs=[], failed=0)
+    result = {
+        "documents": 24, "input_batch_size": 8, "microbatches": 3, "runs_per_variant": 1,
+        "variants": variants, "airflow_settings": {}, "loadavg": {"start": [1], "end": [1]},
+    }  # fmt: skip
+    write_page(result, tmp_path)
+    assert (tmp_path / PLOT).read_bytes().startswith(b"\x89PNG")
+    assert f"![{PLOT}]({PLOT})" in (tmp_path / PAGE).read_text()
