@@ -13,6 +13,12 @@ From each job's log it reads the driver's start phases (``RAYORCH_EVENT {"event"
 the first microbatch's commit. One run warms the head up first and is not counted;
 the figures are medians of ``--runs``. ``--share-process ""`` gives each stage its
 own process. The result is printed as JSON (and written to ``--out`` when given).
+
+    python -m benchmarks.driver_start --runs 5 --trees /tmp/before,/tmp/after
+
+compares source trees (exports of two commits) in one window, on one head: the runs
+alternate between the trees, each job's ``runtime_env`` putting its tree first on
+the ``PYTHONPATH`` of its driver and its actors; the medians are per tree.
 """
 
 from __future__ import annotations
@@ -81,14 +87,20 @@ def plan_run(store: Any, run_id: str, paths: list[str], args: argparse.Namespace
     )
 
 
-def run_job(head: dict[str, Any], store_uri: str, run_id: str, timeout: float) -> dict[str, Any]:
-    """Submit the driver for ``run_id``, wait for its end; its info and its log."""
+def run_job(
+    head: dict[str, Any], store_uri: str, run_id: str, timeout: float, tree: str | None = None
+) -> dict[str, Any]:
+    """Submit the driver for ``run_id`` (from source ``tree`` when given), wait for its
+    end; its info and its log."""
     api, headers = str(head["address"]), _headers(head)
     entrypoint = f"{sys.executable} -m airflow_provider_rayorch.job"
-    body = {
+    body: dict[str, Any] = {
         "entrypoint": f"{entrypoint} --run-store {store_uri} --run-id {run_id}",
         "submission_id": run_id,
     }
+    if tree is not None:
+        path = os.pathsep.join([tree, os.path.join(tree, "dags_examples")])
+        body["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
     requests.post(f"{api}/api/jobs/", json=body, headers=headers, timeout=30).raise_for_status()
     deadline = time.monotonic() + timeout
     while True:
@@ -103,14 +115,19 @@ def run_job(head: dict[str, Any], store_uri: str, run_id: str, timeout: float) -
 
 
 def measure_run(
-    head: dict[str, Any], root: Path, paths: list[str], run_id: str, args: Any
+    head: dict[str, Any],
+    root: Path,
+    paths: list[str],
+    run_id: str,
+    args: Any,
+    tree: str | None = None,
 ) -> dict[str, Any]:
     """One run's moments (epoch seconds) and spans."""
     from airflow_provider_rayorch.runs.store import RunStore
 
     store = RunStore(str(root / "runs"))
     plan_run(store, run_id, paths, args)
-    job = run_job(head, store.uri, run_id, args.timeout)
+    job = run_job(head, store.uri, run_id, args.timeout, tree)
     if job["info"]["status"] != "SUCCEEDED":
         raise RuntimeError(f"job {run_id} ended {job['info']['status']}:\n{job['logs'][-3000:]}")
     moments = {"job": job["info"]["start_time"] / 1000.0, **start_phases(job["logs"])}
@@ -129,6 +146,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--batch", type=int, default=8, help="documents per microbatch")
     parser.add_argument("--share-process", default="text", help='"" : a process per stage')
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per job")
+    parser.add_argument("--trees", default="", help="comma-separated source trees to compare")
     parser.add_argument("--out", default=None, help="also write the JSON here")
     args = parser.parse_args(argv)
     sys.path[:0] = [str(EXAMPLES), str(ROOT)]
@@ -143,17 +161,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     try:
         stamp = f"{int(time.time())}"
         warm = measure_run(head, root, paths, f"warm-{stamp}", args)
-        runs = [measure_run(head, root, paths, f"run{i}-{stamp}", args) for i in range(args.runs)]
+        trees: list[str | None] = [t for t in args.trees.split(",") if t] or [None]
+        runs: dict[str | None, list[dict[str, Any]]] = {t: [] for t in trees}
+        for i in range(args.runs):
+            for k, tree in enumerate(trees):
+                run = measure_run(head, root, paths, f"run{i}-{k}-{stamp}", args, tree)
+                runs[tree].append(run)
     finally:
         stop_local_head(head)
-    medians = {k: round(statistics.median(r["spans"][k] for r in runs), 3) for k in SPANS}
     result = {
         "command": "python -m benchmarks.driver_start " + " ".join(argv or sys.argv[1:]),
-        "medians_s": medians,
         "warm_up": warm["spans"],
-        "runs": [r["spans"] for r in runs],
         "loadavg": {"start": list(load), "end": list(os.getloadavg())},
     }
+    for tree, done in runs.items():
+        medians = {k: round(statistics.median(r["spans"][k] for r in done), 3) for k in SPANS}
+        figures = {"medians_s": medians, "runs": [r["spans"] for r in done]}
+        if tree is None:
+            result.update(figures)
+        else:
+            result.setdefault("trees", {})[tree] = figures
     text = json.dumps(result, indent=1, sort_keys=True)
     print(text)
     if args.out:
