@@ -16,9 +16,10 @@ own process. The result is printed as JSON (and written to ``--out`` when given)
 
     python -m benchmarks.driver_start --runs 5 --trees /tmp/before,/tmp/after
 
-compares source trees (exports of two commits) in one window, on one head: the runs
-alternate between the trees, each job's ``runtime_env`` putting its tree first on
-the ``PYTHONPATH`` of its driver and its actors; the medians are per tree.
+compares the driver's code of source trees (exports of two commits) in one window, on
+one head: the runs alternate between the trees, each job's driver importing from its
+tree (its actors import from the head's ``PYTHONPATH``: the tree this runs from, so
+only changes to driver-side code compare); the medians are per tree.
 """
 
 from __future__ import annotations
@@ -98,9 +99,9 @@ def run_job(
         "entrypoint": f"{entrypoint} --run-store {store_uri} --run-id {run_id}",
         "submission_id": run_id,
     }
-    if tree is not None:
+    if tree is not None:  # the driver's code only: its actors import the head's
         path = os.pathsep.join([tree, os.path.join(tree, "dags_examples")])
-        body["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
+        body["entrypoint"] = f"PYTHONPATH={path} {body['entrypoint']}"
     requests.post(f"{api}/api/jobs/", json=body, headers=headers, timeout=30).raise_for_status()
     deadline = time.monotonic() + timeout
     while True:
