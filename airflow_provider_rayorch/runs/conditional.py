@@ -18,7 +18,8 @@ file); a replace compares and renames under an exclusive ``flock`` of a sidecar
 S3 and S3-compatible servers: ``PUT`` with ``If-None-Match: *`` or ``If-Match: <etag>``
 through boto3 (the ``s3`` extra): pyarrow.fs has no conditional writes
 (apache/arrow#44281). The token is the ETag. A process makes one boto3 client per
-endpoint, region, addressing style and credentials, and every write reuses it.
+endpoint, region, addressing style and credentials (:mod:`.s3_clients`, shared with
+the sources listing), and every write reuses it.
 Some S3-compatible servers accept these headers and ignore them, so the first use
 on a bucket checks that a second ``If-None-Match: *`` create is refused.
 
@@ -40,7 +41,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pyarrow.fs as pafs
 
 from airflow_provider_rayorch.rayorch.errors import StoreError
-from airflow_provider_rayorch.runs.s3_listing import s3_addressing_style, s3_client_kwargs
+from airflow_provider_rayorch.runs.s3_clients import s3_client
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -151,49 +152,20 @@ _REFUSED = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 _MISSING = {"NoSuchKey", "404", "NotFound"}
 
 
-#: One boto3 client per ``_client_key`` in this process, shared by every writer.
-_CLIENTS: dict[tuple[str, ...], Any] = {}
-_CLIENTS_LOCK = threading.Lock()
-
-
-def _client_key(style: str, kwargs: dict[str, Any]) -> tuple[str, ...]:
-    """What tells two boto3 clients apart: endpoint, region, addressing style, and
-    the credentials as a SHA-256 digest (the key holds no secret)."""
-    secret = "\0".join(
-        str(kwargs.get(name, ""))
-        for name in ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")
-    )
-    return (
-        str(kwargs.get("endpoint_url", "")),
-        str(kwargs.get("region_name", "")),
-        style,
-        _digest(secret.encode()),
-    )
-
-
 class S3ConditionalWrites:
     """Conditional PUTs through boto3 (see the module docstring)."""
 
     def __init__(self, store: StoreLocation) -> None:
+        options = {**dict(parse_qsl(urlsplit(store.uri).query)), **store.options}
         try:
-            import boto3
-            from botocore.config import Config
+            self.client = s3_client(options)
         except ImportError:
             raise StoreError(
                 f"run store {store.uri!r}: the repair lease on S3 uses conditional writes "
                 "through boto3, which is not installed; install the provider's s3 extra: "
                 "pip install 'airflow-provider-rayorch[s3]'"
             ) from None
-        options = {**dict(parse_qsl(urlsplit(store.uri).query)), **store.options}
-        style = s3_addressing_style(options)
-        kwargs = s3_client_kwargs(options)
-        key = _client_key(style, kwargs)
         self.uri = store.uri
-        with _CLIENTS_LOCK:  # boto3 clients are thread-safe; making one is not
-            if key not in _CLIENTS:
-                config = Config(s3={"addressing_style": style})
-                _CLIENTS[key] = boto3.client("s3", config=config, **kwargs)
-            self.client = _CLIENTS[key]
         self.endpoint = str(self.client.meta.endpoint_url)
 
     @staticmethod

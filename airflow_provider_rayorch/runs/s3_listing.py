@@ -5,7 +5,8 @@ millions of objects would be held whole. Through boto3 (the ``s3`` extra), a glo
 base prefix is listed with ``ListObjectsV2`` pages of at most 1,000 keys, which come
 in key order: the order a full sort of the URIs gives. The glob's query options
 (``endpoint_override``, ``scheme``, ``region``) pick the endpoint; the keys come from
-the credential chain. Without boto3, :func:`s3_pages` returns None and the caller
+the credential chain; the client is the process's one for those options
+(:mod:`.s3_clients`). Without boto3, :func:`s3_pages` returns None and the caller
 lists through pyarrow.
 """
 
@@ -15,59 +16,22 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
+from airflow_provider_rayorch.runs.s3_clients import s3_client
 from airflow_provider_rayorch.runs.uris import StoreUnreachable
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
-__all__ = ["s3_addressing_style", "s3_client_kwargs", "s3_pages"]
-
-
-def s3_client_kwargs(options: Mapping[str, Any]) -> dict[str, Any]:
-    """boto3 client arguments from pyarrow S3 options; what is not set comes from
-    boto3's own chain."""
-    kwargs: dict[str, Any] = {}
-    if options.get("endpoint_override"):
-        endpoint = str(options["endpoint_override"])
-        if "://" not in endpoint:
-            endpoint = f"{options.get('scheme') or 'https'}://{endpoint}"
-        kwargs["endpoint_url"] = endpoint
-    names = {
-        "region": "region_name",
-        "access_key": "aws_access_key_id",
-        "secret_key": "aws_secret_access_key",
-        "session_token": "aws_session_token",
-    }
-    for option, name in names.items():
-        if options.get(option):
-            kwargs[name] = str(options[option])
-    return kwargs
-
-
-def s3_addressing_style(options: Mapping[str, Any]) -> str:
-    """boto3's S3 addressing style for pyarrow S3 options: ``virtual`` where
-    ``force_virtual_addressing`` is set, else ``path``."""
-    return "virtual" if _truthy(options, "force_virtual_addressing") else "path"
-
-
-def _truthy(options: Mapping[str, Any], name: str) -> bool:
-    return str(options.get(name, "")).lower() in ("1", "true")
+__all__ = ["s3_pages"]
 
 
 def s3_pages(folder: str, options: Mapping[str, Any]) -> Iterator[pafs.FileInfo] | None:
     """The files under ``folder`` (``bucket/prefix``) in key order, a page at a time;
     None without boto3."""
     try:
-        import boto3
-        from botocore.config import Config
+        client = s3_client(options)
     except ImportError:
         return None
-    from botocore import UNSIGNED
-
-    config = Config(s3={"addressing_style": s3_addressing_style(options)})
-    if _truthy(options, "anonymous"):
-        config = config.merge(Config(signature_version=UNSIGNED))
-    client = boto3.client("s3", config=config, **s3_client_kwargs(options))
     return _pages(client, folder)
 
 

@@ -1,5 +1,6 @@
-"""The S3 conditional writes reuse one boto3 client per endpoint, region, addressing
-style and credentials within a process, and never share one across them."""
+"""The S3 conditional writes and the sources listing reuse one boto3 client per
+endpoint, region, addressing style and credentials within a process, and never share
+one across them."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ pytest.importorskip("boto3")
 
 import boto3
 
-from airflow_provider_rayorch.runs import conditional
+from airflow_provider_rayorch.runs import conditional, s3_clients
 from airflow_provider_rayorch.runs.conditional import conditional_writes
 from airflow_provider_rayorch.runs.store import RunStore
 
@@ -41,7 +42,7 @@ def made(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         return FakeClient(str(kwargs.get("endpoint_url")))
 
     monkeypatch.setattr(boto3, "client", client)
-    monkeypatch.setattr(conditional, "_CLIENTS", {})
+    monkeypatch.setattr(s3_clients, "_CLIENTS", {})
     monkeypatch.setattr(conditional, "_ENFORCED", {("http://127.0.0.1:9", "bucket")})
     return calls
 
@@ -83,7 +84,7 @@ def test_a_rotated_secret_gets_a_new_client_and_the_cache_key_holds_no_secret(
     conditional_writes(RunStore("s3://bucket/runs", one))
     conditional_writes(RunStore("s3://bucket/runs", two))
     assert len(made) == 2
-    keys = repr(list(conditional._CLIENTS))
+    keys = repr(list(s3_clients._CLIENTS))
     assert "secret-one" not in keys
     assert "secret-two" not in keys
 
@@ -103,3 +104,23 @@ def test_threads_that_start_writes_at_once_share_one_client(made: list[dict[str,
         thread.join()
     assert len(made) == 1
     assert len({id(c) for c in clients}) == 1
+
+
+def test_a_sources_listing_and_the_conditional_writes_share_one_client(
+    made: list[dict[str, Any]],
+) -> None:
+    from airflow_provider_rayorch.runs.s3_listing import s3_pages
+
+    writes = conditional_writes(RunStore("s3://bucket/runs", OPTIONS))
+    listings = [s3_pages("bucket/in", OPTIONS) for _ in range(3)]
+    assert all(listing is not None for listing in listings)
+    assert len(made) == 1
+    assert writes.client is s3_clients.s3_client(OPTIONS)  # type: ignore[attr-defined]
+
+
+def test_an_anonymous_listing_gets_its_own_unsigned_client(made: list[dict[str, Any]]) -> None:
+    signed = s3_clients.s3_client(OPTIONS)
+    anonymous = s3_clients.s3_client({**OPTIONS, "anonymous": "true"})
+    assert signed is not anonymous
+    assert len(made) == 2
+    assert made[1]["config"].signature_version is not None
