@@ -29,8 +29,8 @@ class StartPhase(enum.StrEnum):
     PROCESS = "process"
     #: The package and the run's pipeline are imported, built and compiled.
     IMPORTED = "imported"
-    #: The executor is open: Ray is connected and the pools' actors are requested; the
-    #: first batch may go to a pool as soon as one of its actors is up.
+    #: The pools are started: the executor is open, Ray connected and one actor of
+    #: every pool up (their other replicas join the run as they come up).
     POOLS = "pools"
     #: The run's first batch was dispatched to a worker.
     DISPATCH = "dispatch"
