@@ -3,8 +3,8 @@ own marks.
 
 The driver prints ``RAYORCH_EVENT {"event": "start", "phase": P, "at": <epoch s>}``
 for P in :data:`PHASES` (``runs/driver_events.py``): its process started, the package
-and the pipeline imported and compiled, its executor open (Ray connected, the pools'
-actors requested), its first batch dispatched. Those lines reach the job's log (Ray's
+and the pipeline imported and compiled, its pools started (Ray connected, one actor of
+every pool up), its first batch dispatched. Those lines reach the job's log (Ray's
 Jobs API) and the driver's log kept in the run store; :func:`start_marks` reads them
 from either text, and :func:`start_split` turns them, Ray's job start and the first
 commit into consecutive spans.
