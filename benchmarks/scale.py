@@ -15,7 +15,8 @@ process then reads the finished run's store:
 bytes per source, one report (rendered from the store, as a repair or the plugin
 does, and from the driver's aggregate, as the live report), one microbatch's
 read-back (``read_summary_outputs``) and the runs page (the plugin's state read and
-table for that run). :mod:`.scale_triggers` measures waiting microbatch triggers.
+table for that run); the reports and the runs page are the median of 5.
+:mod:`.scale_triggers` measures waiting microbatch triggers.
 The CLI adds its points to the ``scale`` section of ``--out``/results.json.
 """
 
@@ -216,14 +217,16 @@ def read_figures(store_uri: str, run_id: str, n: int) -> dict[str, Any]:
     middle = plain(store.manifest_record(run_id, microbatches // 2)) or {}
     rows = read_summary_outputs(middle)
     readback = _median_s(lambda: read_summary_outputs(middle))
-    report = _median_s(lambda: write_run_report(store, run_id), repeat=1)
+    report = _median_s(lambda: write_run_report(store, run_id), repeat=5)
     live = None
     if plan is not None:
         aggregate = RunAggregate.of(plan, store.manifest_records(run_id))
-        live = _median_s(lambda: write_run_report(store, run_id, live=aggregate.snapshot()), 1)
+        live = _median_s(lambda: write_run_report(store, run_id, live=aggregate.snapshot()), 5)
     task = TaskRun("scale", "manual__1", "scale", -1, run_id, store.uri)
     state = app._state(task)
-    page = _median_s(lambda: pages.runs_page("runs", [task], states={run_id: app._state(task)}))
+    page = _median_s(
+        lambda: pages.runs_page("runs", [task], states={run_id: app._state(task)}), repeat=5
+    )
     sizes = _store_bytes(store_uri, run_id)
     present = (run.get("sources") or {}).get("present")
     return {
@@ -276,7 +279,14 @@ def _exponent(points: list[dict[str, Any]], key: str) -> float | None:
 
 def summarize(points: list[dict[str, Any]]) -> dict[str, Any]:
     """Growth exponents per path: total seconds, peak RSS, read-back, report."""
-    keys = ("elapsed_s", "driver_peak_rss_mb", "readback_s", "report_live_s", "runs_page_s")
+    keys = (
+        "elapsed_s",
+        "driver_peak_rss_mb",
+        "readback_s",
+        "report_live_s",
+        "report_from_store_s",
+        "runs_page_s",
+    )
     return {
         path: {k: _exponent([p for p in points if p["path"] == path], k) for k in keys}
         for path in PATHS
