@@ -12,13 +12,14 @@ None), so ``json.loads(json.dumps(s)) == s`` always holds.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
 __all__ = [
     "FAILURES_CAP",
+    "SummaryLabels",
     "assemble_run_summary",
     "failed_ratio",
     "microbatch_summary",
@@ -30,6 +31,29 @@ __all__ = [
 FAILURES_CAP = 100
 
 _OUTCOMES = ("present", "dropped", "failed", "suppressed")
+
+
+class SummaryLabels(TypedDict, total=False):
+    """What names a summary and judges it: the run (``run_id``), the pipeline and its
+    plan's ``fingerprint``, where its outputs are (``outputs_uri``), each None when
+    not given, and the failed-ratio bar it is judged against (``max_failed_ratio``,
+    default 0)."""
+
+    run_id: str | None
+    pipeline: str | None
+    fingerprint: str | None
+    outputs_uri: str | None
+    max_failed_ratio: float
+
+
+def _named(labels: SummaryLabels, sources: Mapping[str, int]) -> dict[str, Any]:
+    """A summary's first keys: its names and its state judged against the bar."""
+    return {
+        "run_id": labels.get("run_id"),
+        "pipeline": labels.get("pipeline"),
+        "fingerprint": labels.get("fingerprint"),
+        "state": summary_state(sources, labels.get("max_failed_ratio", 0.0)),
+    }
 
 
 def failed_ratio(sources: Mapping[str, int]) -> float:
@@ -53,11 +77,7 @@ def microbatch_summary(
     grains: Mapping[str, int],
     failures: Iterable[Mapping[str, Any]],
     elapsed_s: float,
-    run_id: str | None = None,
-    pipeline: str | None = None,
-    fingerprint: str | None = None,
-    outputs_uri: str | None = None,
-    max_failed_ratio: float = 0.0,
+    **labels: Unpack[SummaryLabels],
 ) -> dict[str, Any]:
     """The summary of one source microbatch (API.md section 3)."""
     sources = {"total": int(count)}
@@ -67,10 +87,7 @@ def microbatch_summary(
         for f in failures
     ][:FAILURES_CAP]
     return {
-        "run_id": run_id,
-        "pipeline": pipeline,
-        "fingerprint": fingerprint,
-        "state": summary_state(sources, max_failed_ratio),
+        **_named(labels, sources),
         "microbatch": {"index": int(index), "first_source": int(first_source), "count": int(count)},
         "sources": sources,
         "entities": {str(k): int(v) for k, v in entities.items()},
@@ -80,7 +97,7 @@ def microbatch_summary(
             "suppressed": int(grains.get("suppressed", 0)),
         },
         "failures": listed,
-        "outputs": {"uri": outputs_uri, "rows": sources["present"]},
+        "outputs": {"uri": labels.get("outputs_uri"), "rows": sources["present"]},
         "elapsed_s": round(float(elapsed_s), 6),
     }
 
@@ -89,11 +106,7 @@ def run_summary(
     microbatches: Iterable[Mapping[str, Any]],
     *,
     elapsed_s: float,
-    run_id: str | None = None,
-    pipeline: str | None = None,
-    fingerprint: str | None = None,
-    outputs_uri: str | None = None,
-    max_failed_ratio: float = 0.0,
+    **labels: Unpack[SummaryLabels],
 ) -> dict[str, Any]:
     """Sum microbatch summaries into the run summary (API.md section 3)."""
     parts = sorted(microbatches, key=lambda s: s["microbatch"]["index"])
@@ -112,7 +125,7 @@ def run_summary(
         failures.extend(dict(f) for f in part["failures"])
         entry = {
             **{k: int(v) for k, v in part["microbatch"].items()},
-            "state": summary_state(part["sources"], max_failed_ratio),
+            "state": summary_state(part["sources"], labels.get("max_failed_ratio", 0.0)),
         }
         if part.get("attempts"):  # a repaired microbatch: its attempt and their states
             entry["attempt"] = int(part.get("attempt") or 1)
@@ -122,17 +135,7 @@ def run_summary(
             ]
         listing.append(entry)
     return assemble_run_summary(
-        sources,
-        entities,
-        grains,
-        failures,
-        listing,
-        elapsed_s=elapsed_s,
-        run_id=run_id,
-        pipeline=pipeline,
-        fingerprint=fingerprint,
-        outputs_uri=outputs_uri,
-        max_failed_ratio=max_failed_ratio,
+        sources, entities, grains, failures, listing, elapsed_s=elapsed_s, **labels
     )
 
 
@@ -144,24 +147,17 @@ def assemble_run_summary(
     microbatches: list[dict[str, Any]],
     *,
     elapsed_s: float,
-    run_id: str | None,
-    pipeline: str | None,
-    fingerprint: str | None,
-    outputs_uri: str | None,
-    max_failed_ratio: float,
+    **labels: Unpack[SummaryLabels],
 ) -> dict[str, Any]:
     """The run summary's shape (API.md section 3) from its summed parts: judged
     against ``max_failed_ratio``, failures capped at :data:`FAILURES_CAP`."""
     return {
-        "run_id": run_id,
-        "pipeline": pipeline,
-        "fingerprint": fingerprint,
-        "state": summary_state(sources, max_failed_ratio),
+        **_named(labels, sources),
         "sources": dict(sources),
         "entities": dict(entities),
         "grains": dict(grains),
         "failures": [dict(f) for f in failures][:FAILURES_CAP],
-        "outputs": {"uri": outputs_uri, "rows": sources["present"]},
+        "outputs": {"uri": labels.get("outputs_uri"), "rows": sources["present"]},
         "microbatches": microbatches,
         "elapsed_s": round(float(elapsed_s), 6),
     }

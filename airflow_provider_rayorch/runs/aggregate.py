@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from airflow_provider_rayorch.rayorch.errors import StoreError, UsageError
 from airflow_provider_rayorch.rayorch.summary import (
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from pydantic import BaseModel
 
+    from airflow_provider_rayorch.rayorch.summary import SummaryLabels
     from airflow_provider_rayorch.runs.records import (
         Failure,
         MicrobatchManifest,
@@ -314,11 +315,7 @@ class RunAggregate:
         self,
         *,
         elapsed_s: float,
-        run_id: str | None,
-        pipeline: str | None,
-        fingerprint: str | None,
-        outputs_uri: str | None,
-        max_failed_ratio: float,
+        **labels: Unpack[SummaryLabels],
     ) -> dict[str, Any]:
         """The run manifest these commits sum to (what
         :func:`~airflow_provider_rayorch.rayorch.summary.run_summary` gives of their
@@ -326,6 +323,7 @@ class RunAggregate:
         states were judged against it as they came)."""
         if self.restored:
             raise UsageError(f"{_RESTORED} of run {self.plan.run_id} sums no run manifest")
+        max_failed_ratio = labels.get("max_failed_ratio", 0.0)
         if max_failed_ratio != self.plan.max_failed_ratio:
             raise UsageError(
                 f"the aggregate of run {self.plan.run_id} judged its microbatches against "
@@ -341,11 +339,7 @@ class RunAggregate:
                 (f for _, f in self.failures),
                 listing,
                 elapsed_s=elapsed_s,
-                run_id=run_id,
-                pipeline=pipeline,
-                fingerprint=fingerprint,
-                outputs_uri=outputs_uri,
-                max_failed_ratio=max_failed_ratio,
+                **labels,
             )
 
     def _entry(self, index: int, code: int) -> dict[str, Any]:
