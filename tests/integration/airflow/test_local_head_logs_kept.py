@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 import psutil
 import pytest
 
+from tests.integration.airflow.own_heads import own_heads
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -41,11 +43,7 @@ def test_a_head_whose_raylet_dies_keeps_its_logs_and_the_digest_names_the_exit(
     from airflow_provider_rayorch.common import head_logs
     from airflow_provider_rayorch.operators.local_head import start_local_head, stop_local_head
 
-    for var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("RAYORCH_LOCAL_HEADS_DIR", str(tmp_path / "heads"))
-    archive = tmp_path / "head-logs"
-    monkeypatch.setenv(head_logs.ARCHIVE_ENV, str(archive))
+    archive = own_heads(tmp_path, monkeypatch)
 
     head = start_local_head(num_cpus=1, timeout=240)
     try:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.integration.airflow.own_heads import own_heads
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -38,15 +40,10 @@ if any(arg.endswith("dashboard/agent.py") for arg in sys.argv):
 def test_a_head_whose_raylet_aborts_while_it_starts_is_begun_again(
     tmp_path: Path, monkeypatch
 ) -> None:
-    from airflow_provider_rayorch.common import head_logs
     from airflow_provider_rayorch.operators._head_start import answers_jobs
     from airflow_provider_rayorch.operators.local_head import start_local_head, stop_local_head
 
-    for var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("RAYORCH_LOCAL_HEADS_DIR", str(tmp_path / "heads"))
-    archive = tmp_path / "head-logs"
-    monkeypatch.setenv(head_logs.ARCHIVE_ENV, str(archive))
+    archive = own_heads(tmp_path, monkeypatch)
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(
