@@ -17,9 +17,10 @@ own process. The result is printed as JSON (and written to ``--out`` when given)
     python -m benchmarks.driver_start --runs 5 --trees /tmp/before,/tmp/after
 
 compares the driver's code of source trees (exports of two commits) in one window, on
-one head: the runs alternate between the trees, each job's driver importing from its
-tree (its actors import from the head's ``PYTHONPATH``: the tree this runs from, so
-only changes to driver-side code compare); the medians are per tree.
+one head: the runs alternate between the trees, each job's driver running in its tree
+(its working directory and ``PYTHONPATH``; its actors import from the head's
+``PYTHONPATH``, the tree this runs from, so only changes to driver-side code compare);
+the medians are per tree.
 """
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ def run_job(
     }
     if tree is not None:  # the driver's code only: its actors import the head's
         path = os.pathsep.join([tree, os.path.join(tree, "dags_examples")])
-        body["entrypoint"] = f"PYTHONPATH={path} {body['entrypoint']}"
+        # from the tree: the job's working directory comes first on the driver's path
+        body["entrypoint"] = f"cd {tree} && PYTHONPATH={path} {body['entrypoint']}"
     requests.post(f"{api}/api/jobs/", json=body, headers=headers, timeout=30).raise_for_status()
     deadline = time.monotonic() + timeout
     while True:
