@@ -34,7 +34,7 @@ def format_checker() -> jsonschema.FormatChecker:
     missing = [name for name in FORMATS if name not in checker.checkers]
     assert not missing, (
         f"jsonschema cannot check the formats {missing}: install its format extras "
-        "(pip install -e '.[dev]', which has jsonschema[format-nongpl])"
+        "(pip install -e '.[dev]', which has rfc3339-validator and rfc3986-validator)"
     )
     return checker
 
