@@ -87,3 +87,18 @@ def test_without_proc_the_process_start_is_the_fallback(monkeypatch) -> None:
 
     monkeypatch.setattr(driver_events, "open", no_proc, raising=False)
     assert driver_events.process_started_at(12.5) == 12.5
+
+
+def test_the_runs_start_event_counts_its_microbatches_in_a_line_that_does_not_grow(
+    tmp_path, capsys
+) -> None:
+    store = _store_local_plan(
+        tmp_path, "engine_pipelines:TwoOutputs", list(range(40)), input_batch_size=2
+    )
+    assert job.main(["--run-store", store.uri, "--run-id", "run"]) == 0
+    starts = [
+        json.loads(line.removeprefix("RAYORCH_EVENT "))
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith('RAYORCH_EVENT {"committed"')
+    ]
+    assert starts == [{"event": "start", "run_id": "run", "committed": 0, "pending": 20}]
