@@ -115,3 +115,14 @@ def test_the_page_links_the_plot_it_drew(tmp_path: Path) -> None:
     write_page(result, tmp_path)
     assert (tmp_path / PLOT).read_bytes().startswith(b"\x89PNG")
     assert f"![{PLOT}]({PLOT})" in (tmp_path / PAGE).read_text()
+
+
+def test_the_readme_summary_counts_the_goals_met() -> None:
+    from benchmarks.report.airflow_path import section
+
+    variants = _named({OPERATOR: (8.0, 4.0), RAY_DATA: (9.0, 5.0)})
+    for v in variants.values():
+        v.update(runs=[], failed=0)
+    lines = section({"variants": variants, "goals": goals(variants)})
+    assert lines[0] == "## The Airflow path (issues 21, 29)"
+    assert "Issue 29's goals against the Ray Data tasks: 1 of 2 met." in lines
