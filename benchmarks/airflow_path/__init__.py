@@ -53,7 +53,7 @@ def measure(
     began, load_start = time.perf_counter(), load()
     missing = ray_data_missing()
     skipped = {n: missing for n, v in VARIANTS.items() if missing and v.kind is Kind.RAY_DATA}
-    bench = start_bench(documents, batch)
+    bench = start_bench(documents, batch, [v.dag_id for v in VARIANTS.values()])
     setup_s = round(time.perf_counter() - began, 1)
     measured: list[dict[str, Any]] = []
     warmup: dict[str, Any] | None = None

@@ -28,7 +28,7 @@ from urllib.parse import quote
 import requests
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
 
 __all__ = ["Bench", "Rest", "start_bench"]
 
@@ -187,12 +187,14 @@ def _user_env(**overrides: str) -> dict[str, str]:
     return env
 
 
-def start_bench(documents: int, batch: int, *, timeout: float = 300) -> Bench:
+def start_bench(
+    documents: int, batch: int, dag_ids: Sequence[str], *, timeout: float = 300
+) -> Bench:
     """Write the inputs, start the head and the deployment, create the connection and
-    wait for the DAGs; the caller stops it (``Bench.stop``)."""
+    wait for the DAGs ``dag_ids`` (unpaused) and the event-driven one (paused); the
+    caller stops it (``Bench.stop``)."""
     from airflow_provider_rayorch.operators.local_head import start_local_head
 
-    from .facts import VARIANTS
     from .work import write_documents
 
     root = Path(tempfile.mkdtemp(prefix="airflow-path-"))
@@ -248,7 +250,7 @@ def start_bench(documents: int, batch: int, *, timeout: float = 300) -> Bench:
             "password": bench.head_token(),
         }
         rest.call("POST", "connections", json={**conn, "extra": json.dumps(extra)})
-        for dag_id in (*(v.dag_id for v in VARIANTS.values()), "rayorch_events"):
+        for dag_id in (*dag_ids, "rayorch_events"):
             wait(partial(rest.get, f"dags/{dag_id}"), 240, f"DAG {dag_id} to be parsed")
             if dag_id.startswith("ap_"):  # the event-driven DAG is unpaused when measured
                 rest.set_paused(dag_id, False)
