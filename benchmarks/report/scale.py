@@ -118,14 +118,7 @@ def section(s: dict[str, Any] | None) -> list[str]:
     growth = s.get("growth") or {}
     if growth:
         lines += ["Growth exponent (log-log slope, smallest to largest size):", ""]
-        keys = [
-            "elapsed_s",
-            "driver_peak_rss_mb",
-            "readback_s",
-            "report_live_s",
-            "report_from_store_s",
-            "runs_page_s",
-        ]
+        keys = list(dict.fromkeys(k for g in growth.values() for k in g))  # as measured
         lines += table(
             ["path", *keys],
             [[PATH_TITLES.get(k, k), *(fmt(g.get(x)) for x in keys)] for k, g in growth.items()],
