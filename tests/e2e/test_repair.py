@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import time
+from collections import Counter
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -290,8 +291,12 @@ def test_a_driver_killed_mid_run_is_resumed_by_the_automatic_retries(
     assert [int(r["source"]) for r in rows] == list(range(RESUME_SOURCES))  # each once
     assert {r["outcome"] for r in rows} == {"present"}, rows
     assert [r["value"] for r in rows] == [[i * 20, i * 20 + 2] for i in range(RESUME_SOURCES)]
-    # every page ran once: the committed microbatches were not computed again
-    assert _calls(state) == sorted(2 * list(range(RESUME_SOURCES)))
+    # the committed microbatches were not computed again: each of their sources' two
+    # pages ran once; every other page ran (the killed driver's in-flight microbatches
+    # may also have run on in its actors until Ray reaped them: their output was not kept)
+    calls = Counter(_calls(state))
+    assert [calls[s] for s in range(4)] == [2, 2, 2, 2], sorted(calls.elements())
+    assert all(calls[s] >= 2 for s in range(4, RESUME_SOURCES)), sorted(calls.elements())
     # one new job resumed the run, whichever task noticed first
     assert len(store.record_names((rid, "resumes"))) == 1
     summary = rest.xcom(RESUME_DAG, run_id, "docs.run")
