@@ -8,11 +8,11 @@ the driver log's SIGTERM handler (:mod:`.driver_log`) calls :func:`record_stoppe
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_rayorch.rayorch.errors import DriverError
+from airflow_provider_rayorch.runs.driver_events import emit
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -61,5 +61,4 @@ def _record_end(state: DriverState, end: Any, reason: str) -> None:
     try:
         state.ended(end, reason)
     except Exception as exc:  # the run's own error is what the caller must see
-        event = {"event": "state_not_recorded", "error": str(exc)}
-        print(f"RAYORCH_EVENT {json.dumps(event, sort_keys=True)}", flush=True)
+        emit("EVENT", {"event": "state_not_recorded", "error": str(exc)})

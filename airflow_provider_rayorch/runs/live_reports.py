@@ -10,10 +10,11 @@ commit: jobs offered meanwhile replace each other, and only the newest is writte
 from __future__ import annotations
 
 import inspect
-import json
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Protocol
+
+from airflow_provider_rayorch.runs.driver_events import emit as _emit
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -28,11 +29,6 @@ __all__ = ["REPORT_TIMELINE", "LiveReports", "ReportWriter", "report_job"]
 #: microbatches of 1,000 tiny sources): what the timeline holds stops growing early in
 #: a run, so the driver's memory does not grow with its length.
 REPORT_TIMELINE = 4_000
-
-
-def _emit(kind: str, payload: dict[str, Any]) -> None:
-    """One ``RAYORCH_EVENT`` line, as the driver prints them."""
-    print(f"RAYORCH_{kind} {json.dumps(payload, sort_keys=True)}", flush=True)
 
 
 class LiveReports:
