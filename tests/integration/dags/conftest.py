@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_rayorch.common import head_logs
+
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "dags_examples"
 MAIN_JOB = ROOT / "scripts" / "main-job.sh"
@@ -36,7 +38,29 @@ class DagRun:
         return self.result["xcoms"][f"{task}[-1].return_value"]
 
     def explain(self) -> str:
-        return f"stdout:\n{self.stdout}\nlog tail:\n{self.log[-6000:]}"
+        """stdout, each failed task's error, the logs of the loopback heads that failed
+        (kept by ``$RAYORCH_HEAD_LOG_ARCHIVE``), and the log's tail."""
+        starts = _starts(self.log, "Task failed with exception")
+        ends = [*starts[1:], len(self.log)]
+        failures = [self.log[a : min(b, a + 4000)] for a, b in zip(starts, ends, strict=True)]
+        heads = head_logs.digest(self.output / "head-logs", every=True)
+        return "\n".join(
+            [
+                f"stdout:\n{self.stdout}",
+                *(f"failed task:\n{text}" for text in failures[:3]),
+                heads,
+                f"log tail:\n{self.log[-3000:]}",
+            ]
+        )
+
+
+def _starts(text: str, marker: str) -> list[int]:
+    """Where each line holding ``marker`` starts in ``text``."""
+    found, at = [], text.find(marker)
+    while at >= 0:
+        found.append(text.rfind("\n", 0, at) + 1)
+        at = text.find(marker, at + len(marker))
+    return found
 
 
 @pytest.fixture
@@ -49,7 +73,12 @@ def main_job(tmp_path: Path):
     def run(dag_id: str, timeout: float = 260) -> DagRun:
         output = tmp_path / "rayorch-output"
         env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-        env.update(RAYORCH_OUTPUT=str(output), AIRFLOW__OPENLINEAGE__DISABLED="true")
+        env.update(
+            RAYORCH_OUTPUT=str(output),
+            AIRFLOW__OPENLINEAGE__DISABLED="true",
+            # the logs of the heads the run stops, kept for `DagRun.explain`
+            RAYORCH_HEAD_LOG_ARCHIVE=str(output / "head-logs"),
+        )
         proc = subprocess.run(
             ["bash", str(MAIN_JOB), dag_id],
             env=env,
