@@ -13,9 +13,10 @@ message says which of two things happened:
   the name does not resolve, no connection within the timeout) or "no answer from"
   (the server took the request and timed out or closed the connection). These are
   :class:`RayOrchClusterUnavailable` (transient), except a connection that fails
-  before the Jobs API ever answered this hook (a wrong host: retrying only delays
-  the hint) and a certificate that fails verification (only those TLS errors are
-  permanent: an EOF in a handshake is a restarting server, like a reset).
+  before the Jobs API ever answered this hook in a request that names no job (a wrong
+  host: retrying only delays the hint; a job's id says the API answered its submit)
+  and a certificate that fails verification (only those TLS errors are permanent: an
+  EOF in a handshake is a restarting server, like a reset).
 - *an answer that is an error* (``status`` set): "answered HTTP <code>" with an
   excerpt of the body. HTTP 429/502/503/504 and Ray's 500 "No available agent ...
   please try again later" are transient; 401/403 are :class:`RayOrchAuthError`
@@ -119,6 +120,13 @@ def _is_certificate_failure(exc: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def _names_a_job(path: str) -> bool:
+    """The request is about a submitted job (``/api/jobs/<id>...``): the Jobs API
+    answered that job's submit, so a refused connection is a head restarting or busy,
+    not a wrong address."""
+    return path.startswith("/api/jobs/") and path.rstrip("/") != "/api/jobs"
 
 
 @dataclass
@@ -250,7 +258,7 @@ class JobsApi:
                 f"no answer from {where} during {method} {path}: the connection closed "
                 f"before an answer ({exc or 'closed'}; {kind}); {self.hint()}"
             )
-        if not self.contact.answered:
+        if not (self.contact.answered or _names_a_job(path)):
             return RayOrchClusterError(
                 f"cannot reach {where} during {method} {path}: {reason} ({kind}); it has "
                 f"never answered, so this is not retried; {self.hint()}",

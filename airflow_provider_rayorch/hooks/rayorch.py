@@ -66,9 +66,10 @@ class RayOrchHook(BaseHook):
     :param address: overrides the connection's ``host`` (for example a loopback head
         started by a setup task).
     :param timeout: seconds to wait for the Jobs API before failing with a clear error.
-    :param answered_before: the Jobs API is known to have answered (for example a job
-        was submitted there by an earlier task), so connection errors are transient from
-        the first request. Otherwise a refused or unresolvable first contact fails at once.
+    :param answered_before: the Jobs API is known to have answered (for example a
+        setup task saw its head answer), so connection errors are transient from the
+        first request. Otherwise a refused or unresolvable first contact fails at once,
+        unless the request is about a job (its id: the API answered its submit).
     :param retry: the budget for transient errors of every request (default: 5 retries
         waiting 1, 2, 4, 8, 16 s); a waiter passes ``RetryPolicy(base_s=<its poll interval>)``.
     """

@@ -37,10 +37,10 @@ WHOLE_READ_MAX_CHARS = 4_000_000
 
 
 class JobWaiting:
-    """Mixed into the operator: needs ``poll_hook``, ``_store``, ``_run_id``,
+    """Mixed into the operator: needs ``hook``, ``_store``, ``_run_id``,
     ``_record_job_state``, ``poll_interval`` and ``log``."""
 
-    poll_hook: Any
+    hook: Any
     poll_interval: float
     log: Any
     _store: Any
@@ -52,7 +52,7 @@ class JobWaiting:
     def _poll(self, job_id: str, context: Context) -> JobObservation:
         """Wait for the job to end, relaying its log; raise when it did not complete."""
         store, run_id = self._store(), self._run_id(context)
-        hook = self.poll_hook
+        hook = self.hook
         watch = JobWatch(
             store=store,
             run_id=run_id,
@@ -148,7 +148,7 @@ class JobWaiting:
             return follower.ended
         # the stream failed, or a successful run's last lines: read the log by offset
         try:
-            relay.feed_whole(self.poll_hook.get_job_logs(job_id))
+            relay.feed_whole(self.hook.get_job_logs(job_id))
         except RayOrchClusterError as exc:  # the relay is best effort; the verdict is not
             self.log.debug("reading the log of job %s failed: %s", job_id, exc)
             return False
@@ -159,7 +159,7 @@ class JobWaiting:
         import error (no task retry) from a failed run. Unreadable (after the hook's
         retries): ``""``, and the verdict comes from Ray's job info (exit code, log tail)."""
         try:
-            return str(self.poll_hook.get_job_logs(job_id))
+            return str(self.hook.get_job_logs(job_id))
         except RayOrchClusterError as exc:
             self.log.warning(
                 "cannot read the log of job %s (%s): judging it by Ray's job info", job_id, exc
@@ -205,7 +205,7 @@ class JobWaiting:
         """The error for a trigger event that is not a success."""
         job_id = str(event.get("job_id"))
         try:  # the exit code is in the job info only
-            info = self.poll_hook.get_job_info(job_id)
+            info = self.hook.get_job_info(job_id)
         except RayOrchClusterError as exc:
             self.log.warning("cannot read job %s (%s)", job_id, exc)
             info = None

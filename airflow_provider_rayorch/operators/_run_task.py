@@ -134,8 +134,10 @@ class RunTask(BaseOperator):
     # -- plumbing ---------------------------------------------------------------------
     @cached_property
     def hook(self) -> RayOrchHook:
-        """Submits: a Jobs API that never answered fails at once (a wrong address),
-        unless :attr:`answered_before` says it did."""
+        """Submits and polls. A Jobs API that never answered fails a submit at once (a
+        wrong address) unless :attr:`answered_before` says it did; a request about a
+        job already submitted retries a refused connection within the budget (a
+        dashboard restarting)."""
         return RayOrchHook(
             self.rayorch_conn_id,
             address=self.ray_address,
@@ -143,19 +145,8 @@ class RunTask(BaseOperator):
             retry=self._retry_policy(),
         )
 
-    @cached_property
-    def poll_hook(self) -> RayOrchHook:
-        """Polls a job already submitted (by this try or an earlier one): a refused first
-        request is transient (a dashboard restarting), retried within the budget."""
-        return RayOrchHook(
-            self.rayorch_conn_id,
-            address=self.ray_address,
-            answered_before=True,
-            retry=self._retry_policy(),
-        )
-
     def _retry_policy(self) -> RetryPolicy:
-        """The hooks' budget for transient Jobs-API errors, paced by the poll interval."""
+        """The hook's budget for transient Jobs-API errors, paced by the poll interval."""
         return RetryPolicy(base_s=float(self.poll_interval))
 
     def _store(self) -> RunStore:
@@ -246,7 +237,7 @@ class RunTask(BaseOperator):
 
     def get_job_status(self, external_id: Any, context: Context) -> str:
         self._job_id = job_id = str(external_id)
-        return str(self.poll_hook.get_job_status(job_id))
+        return str(self.hook.get_job_status(job_id))
 
     # -- kill ----------------------------------------------------------------------------
     def on_kill(self) -> None:

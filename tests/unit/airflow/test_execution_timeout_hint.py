@@ -56,7 +56,6 @@ def _hanging_operator(tmp_path, **kw) -> RayOrchOperator:
         **kw,
     )
     op.__dict__["hook"] = hook
-    op.__dict__["poll_hook"] = hook
     return op
 
 

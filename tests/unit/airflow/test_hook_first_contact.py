@@ -1,5 +1,6 @@
 """A Jobs API that never answered this hook fails at once; one that did is retried
-within the hook's budget. The retry sleeps are injected: nothing waits."""
+within the hook's budget, and so is a request about a job (its id says the API
+answered the job's submit). The retry sleeps are injected: nothing waits."""
 
 from __future__ import annotations
 
@@ -80,6 +81,12 @@ def _no_default_connection(monkeypatch) -> None:
 PACED = RetryPolicy(base_s=5)
 
 
+def _list(monkeypatch, hook: RayOrchHook, sleeps: list[float]) -> object:
+    """A request that names no job (the listing a resume starts with)."""
+    monkeypatch.setattr(jobs_api, "sleep", sleeps.append)
+    return hook.find_active_job("run-1")
+
+
 def _poll(monkeypatch, hook: RayOrchHook, sleeps: list[float]) -> object:
     monkeypatch.setattr(jobs_api, "sleep", sleeps.append)
     return hook.get_job_status("j")
@@ -90,7 +97,7 @@ def test_first_contact_refused_fails_at_once_with_the_hint(monkeypatch) -> None:
     hook = RayOrchHook(address=address, retry=PACED)
     sleeps: list[float] = []
     with pytest.raises(RayOrchClusterError) as caught:
-        _poll(monkeypatch, hook, sleeps)
+        _list(monkeypatch, hook, sleeps)
     assert sleeps == []  # not one retry: nothing ever answered at this address
     assert caught.value.transient is False
     message = str(caught.value)
@@ -104,7 +111,7 @@ def test_first_contact_dns_failure_fails_at_once(monkeypatch) -> None:
     hook = RayOrchHook(address="http://no-such-host.invalid:8265", retry=PACED)
     sleeps: list[float] = []
     with pytest.raises(RayOrchClusterError) as caught:
-        _poll(monkeypatch, hook, sleeps)
+        _list(monkeypatch, hook, sleeps)
     assert sleeps == []
     assert HINT in str(caught.value)
 
@@ -132,12 +139,27 @@ def test_a_transient_answer_does_not_count_as_contact(monkeypatch, api: _Api) ->
     assert len(sleeps) == 5
     api.close()
     with pytest.raises(RayOrchClusterError) as caught:
-        _poll(monkeypatch, hook, sleeps := [])
+        _list(monkeypatch, hook, sleeps := [])
     assert sleeps == []
     assert caught.value.transient is False
 
 
-def test_async_first_contact_refused_fails_at_once(monkeypatch) -> None:
+def test_a_request_about_a_job_retries_a_refused_first_contact(monkeypatch) -> None:
+    """A job's id says its Jobs API answered (the job's submit): a poll from a new hook
+    (a resumed try, the triggerer) rides out a dashboard restarting."""
+    address = f"http://127.0.0.1:{_closed_port()}"
+    hook = RayOrchHook(address=address, retry=PACED)
+    sleeps: list[float] = []
+    with pytest.raises(RayOrchClusterError) as caught:
+        _poll(monkeypatch, hook, sleeps)
+    assert sleeps == [5, 10, 20, 40, 60]
+    message = str(caught.value)
+    assert "gave up after 6 tries" in message
+    assert "refused" in message
+    assert HINT in message
+
+
+def test_async_request_about_a_job_retries_a_refused_first_contact(monkeypatch) -> None:
     waits: list[float] = []
 
     async def no_wait(delay: float) -> None:
@@ -149,9 +171,9 @@ def test_async_first_contact_refused_fails_at_once(monkeypatch) -> None:
     async def poll() -> object:
         return await hook.aget_job_status("j")
 
-    with pytest.raises(RayOrchClusterError) as caught:
+    with pytest.raises(RayOrchClusterError, match="gave up after 6 tries") as caught:
         asyncio.run(poll())
-    assert waits == []
+    assert waits == [5, 10, 20, 40, 60]
     assert HINT in str(caught.value)
 
 

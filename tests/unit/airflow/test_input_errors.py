@@ -25,7 +25,7 @@ def _op(tmp_path, **kw) -> RayOrchOperator:
     op = RayOrchOperator(task_id="task", **kw)
     hook = RayOrchHook()
     hook.__dict__["settings"] = RayOrchSettings(run_store=str(tmp_path / "store"))
-    op.__dict__["hook"] = op.__dict__["poll_hook"] = hook
+    op.__dict__["hook"] = hook
     return op
 
 

@@ -93,7 +93,6 @@ def test_typo_in_pipeline_path_on_embedded_ray_does_not_suggest_runtime_env(
     hook.runtime_env.side_effect = lambda override=None: dict(override or {})
     op = RayOrchOperator(task_id="t", pipeline="fake_pipelinez:Square", sources=[1])
     op.__dict__["hook"] = hook
-    op.__dict__["poll_hook"] = hook
     ti = mock.MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1, try_number=1)
     with pytest.raises(RayOrchPipelineNotImportable) as caught:
         op.execute({"ti": ti, "task_state_store": None})
@@ -120,7 +119,6 @@ def test_loopback_head_gives_no_runtime_env_warning(tmp_path, fake_engine) -> No
         task_id="submit", pipeline="fake_pipelines:Square", sources=[1, 2], ray_address=address
     )
     op.__dict__["hook"] = hook
-    op.__dict__["poll_hook"] = hook
     ti = mock.MagicMock(dag_id="d", run_id="r", task_id="submit", map_index=-1, try_number=1)
     with capture_logs() as logs:
         op.prepare({"ti": ti})
@@ -143,7 +141,6 @@ def _cluster_operator(tmp_path, pipeline: str, dag_file=None):
     if dag_file is not None:
         dag.fileloc = str(dag_file)
     op.__dict__["hook"] = hook
-    op.__dict__["poll_hook"] = hook
     ti = mock.MagicMock(dag_id="d", run_id="r", task_id="submit", map_index=-1, try_number=1)
     return op, {"ti": ti}
 

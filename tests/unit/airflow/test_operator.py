@@ -69,7 +69,6 @@ def _op(tmp_path, hook, cls=RayOrchOperator, **kw):
     kw.setdefault("sources", list(range(5)))
     op = cls(task_id="task", input_batch_size=2, poll_interval=0.01, **kw)
     op.__dict__["hook"] = hook
-    op.__dict__["poll_hook"] = hook
     return op
 
 
@@ -369,7 +368,7 @@ def test_embedded_driver_dies_with_its_task_process(tmp_path) -> None:
 def test_the_operators_hooks_retry_paced_by_its_poll_interval() -> None:
     op = RayOrchOperator(task_id="t", pipeline="m:f", sources=[1], poll_interval=3.0)
     assert op.hook.retry == RetryPolicy(base_s=3.0)
-    assert op.poll_hook.retry == RetryPolicy(base_s=3.0)
+    assert op.hook.retry == RetryPolicy(base_s=3.0)
 
 
 def test_sync_poll_gives_up_after_repeated_cluster_errors(tmp_path, fake_engine) -> None:

@@ -18,7 +18,7 @@ def _operator(tmp_path):
     hook = mock.MagicMock(embedded=False, run_store_uri=str(tmp_path), is_local_head=False)
     hook.settings = RayOrchSettings(address="http://h:8265", run_store=str(tmp_path))
     op = RayOrchOperator(task_id="t", pipeline="fake_pipelines:Square", sources=[1, 2])
-    op.__dict__["hook"] = op.__dict__["poll_hook"] = hook
+    op.__dict__["hook"] = hook
     return op
 
 
@@ -69,8 +69,8 @@ def test_the_operator_never_takes_a_manifest_for_a_job_ray_lost(tmp_path, fake_e
 
     write_finished_run(tmp_path, "SUCCEEDED")
     op = _operator(tmp_path)
-    op.poll_hook.get_job_info.return_value = None
-    op.poll_hook.get_job_logs.return_value = ""
+    op.hook.get_job_info.return_value = None
+    op.hook.get_job_logs.return_value = ""
     ti = mock.MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1, try_number=1)
     with (
         mock.patch.object(type(op), "_run_id", return_value="run"),

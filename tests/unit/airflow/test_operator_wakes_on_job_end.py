@@ -102,7 +102,7 @@ def _poll(
     op = RayOrchOperator(
         task_id="t", pipeline="fake_pipelines:Square", sources=[1, 2], poll_interval=POLL_S
     )
-    op.__dict__["hook"] = op.__dict__["poll_hook"] = hook
+    op.__dict__["hook"] = hook
     ti = mock.MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1, try_number=1)
     with (
         mock.patch.object(type(op), "_run_id", return_value="run"),

@@ -46,7 +46,6 @@ def test_relayed_job_log_keeps_events_out_of_the_info_log(tmp_path, fake_engine)
     )
     op = RayOrchOperator(task_id="t", pipeline="fake_pipelines:Square", sources=[1])
     op.__dict__["hook"] = hook
-    op.__dict__["poll_hook"] = hook
     ti = mock.MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1, try_number=1)
     with capture_logs() as logs:
         op._poll("j", {"ti": ti})

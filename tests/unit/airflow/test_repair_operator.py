@@ -125,7 +125,6 @@ def _op(cluster: _Cluster, state: Path, **kw: object) -> RayOrchOperator:
         **kw,
     )
     op.__dict__["hook"] = cluster.hook
-    op.__dict__["poll_hook"] = cluster.hook
     return op
 
 

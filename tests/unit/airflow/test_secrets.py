@@ -64,7 +64,7 @@ def _embedded_op(tmp_path, **kw) -> RayOrchOperator:
     hook = RayOrchHook()
     hook.__dict__["settings"] = settings
     op = RayOrchOperator(task_id="task", pipeline="fake_pipelines:Square", sources=[1, 2], **kw)
-    op.__dict__["hook"] = op.__dict__["poll_hook"] = hook
+    op.__dict__["hook"] = hook
     return op
 
 

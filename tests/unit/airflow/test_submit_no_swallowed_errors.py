@@ -64,7 +64,6 @@ def _op(tmp_path: Path, hook: Any, **kw: Any) -> RayOrchOperator:
         **kw,
     )
     op.__dict__["hook"] = hook
-    op.__dict__["poll_hook"] = hook
     return op
 
 

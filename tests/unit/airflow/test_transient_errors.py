@@ -125,11 +125,8 @@ def test_microbatch_trigger_fails_at_once_on_a_refused_token(monkeypatch, tmp_pa
 
 
 def test_operator_poll_gives_up_after_the_budget(monkeypatch, tmp_path, fake_engine) -> None:
-    from airflow_provider_rayorch.hooks.settings import RayOrchSettings
     from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
 
-    hook = mock.MagicMock(embedded=False, is_local_head=False, run_store_uri=str(tmp_path))
-    hook.settings = RayOrchSettings(address="http://h:8265", run_store=str(tmp_path))
     sends: list[str] = []
 
     def send(self, method, path, **kwargs):
@@ -137,10 +134,11 @@ def test_operator_poll_gives_up_after_the_budget(monkeypatch, tmp_path, fake_eng
         raise RayOrchClusterUnavailable("HTTP 504")
 
     monkeypatch.setattr(JobsApi, "send", send)
-    poll_hook = RayOrchHook(address="http://h:8265", retry=RetryPolicy(base_s=0.001))
-    op = RayOrchOperator(task_id="t", pipeline="fake_pipelines:Square", sources=[1])
+    hook = RayOrchHook(address="http://h:8265", retry=RetryPolicy(base_s=0.001))
+    op = RayOrchOperator(
+        task_id="t", pipeline="fake_pipelines:Square", sources=[1], run_store=str(tmp_path)
+    )
     op.__dict__["hook"] = hook
-    op.__dict__["poll_hook"] = poll_hook
     ti = mock.MagicMock(dag_id="d", run_id="r", task_id="t", map_index=-1, try_number=1)
     with pytest.raises(RayOrchClusterError, match="gave up after 6 tries") as caught:
         op._poll("j", {"ti": ti})

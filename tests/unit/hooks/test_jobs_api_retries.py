@@ -72,15 +72,15 @@ def _api(monkeypatch, answers: _Answers, *, answered: bool = True, **kw: Any) ->
     return JobsApi(ADDRESS, "rayorch_default", contact=Contact(answered=answered), **kw)
 
 
-def _sync(api: JobsApi) -> Any:
-    return api.json("GET", PATH, what="reading job 'j'")
+def _sync(api: JobsApi, path: str = PATH) -> Any:
+    return api.json("GET", path, what="reading job 'j'")
 
 
-def _async(api: JobsApi) -> Any:
-    return asyncio.run(api.ajson("GET", PATH, what="reading job 'j'"))
+def _async(api: JobsApi, path: str = PATH) -> Any:
+    return asyncio.run(api.ajson("GET", path, what="reading job 'j'"))
 
 
-PATHS: dict[str, Callable[[JobsApi], Any]] = {"sync": _sync, "async": _async}
+PATHS: dict[str, Callable[..., Any]] = {"sync": _sync, "async": _async}
 both = pytest.mark.parametrize("call", list(PATHS.values()), ids=list(PATHS))
 
 
@@ -122,13 +122,27 @@ def test_a_permanent_error_is_not_retried(monkeypatch, waits, call, code) -> Non
 
 
 @both
-def test_a_refused_first_contact_is_not_retried(monkeypatch, waits, call) -> None:
+@pytest.mark.parametrize("path", ["/api/jobs/", "/api/version"])
+def test_a_refused_first_contact_is_not_retried(monkeypatch, waits, call, path) -> None:
+    """A request that names no job: a wrong address fails at once with the hint."""
     answers = _Answers(httpx.ConnectError("[Errno 111] Connection refused"))
     api = _api(monkeypatch, answers, answered=False)
     with pytest.raises(RayOrchClusterError, match="it has never answered, so this is not retried"):
-        call(api)
+        call(api, path)
     assert len(answers.requests) == 1
     assert waits == []
+
+
+@both
+@pytest.mark.parametrize("path", ["/api/jobs/j", "/api/jobs/j/logs", "/api/jobs/j/stop"])
+def test_a_refused_first_contact_about_a_job_is_retried(monkeypatch, waits, call, path) -> None:
+    """A job's id says the Jobs API answered its submit: refused is a restart, retried."""
+    refused = httpx.ConnectError("[Errno 111] Connection refused")
+    answers = _Answers(refused, (200, {"status": "RUNNING"}))
+    api = _api(monkeypatch, answers, answered=False, retry=RetryPolicy(base_s=2.0))
+    assert call(api, path) == {"status": "RUNNING"}
+    assert len(answers.requests) == 2
+    assert waits == [2.0]
 
 
 @both

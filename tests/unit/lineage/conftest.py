@@ -109,7 +109,6 @@ def secret_hook(store_root: str, *, runs_driver: bool = True) -> mock.MagicMock:
 
 def with_hook(op, hook):
     op.__dict__["hook"] = hook
-    op.__dict__["poll_hook"] = hook
     return op
 
 
