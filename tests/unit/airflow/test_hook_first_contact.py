@@ -197,7 +197,7 @@ def test_async_refused_after_an_answer_is_retried(monkeypatch, api: _Api) -> Non
 
 
 def test_ui_test_action_does_not_name_the_temporary_connection_id(monkeypatch) -> None:
-    """Follow-up 2: Airflow's Test action tests a connection under a random id."""
+    """Airflow's Test action tests a connection under a random id: no message names it."""
     conn = {"conn_type": "rayorch", "host": f"http://127.0.0.1:{_closed_port()}"}
     monkeypatch.setenv("AIRFLOW_CONN_YNHPBMQZ", json.dumps(conn))
     ok, message = RayOrchHook("YNHpBmqZ").test_connection()
