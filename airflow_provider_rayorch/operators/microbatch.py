@@ -137,6 +137,7 @@ def rayorch_microbatch_group(
     repair: Any = "on_clear",
     submit_kwargs: Mapping[str, Any] | None = None,
     sensor_kwargs: Mapping[str, Any] | None = None,
+    run_sensor_kwargs: Mapping[str, Any] | None = None,
     outputs_asset_alias: str | None = None,
 ) -> TaskGroup:
     """A task group: ``submit`` >> ``microbatch`` (mapped sensors) >> ``run``.
@@ -158,8 +159,11 @@ def rayorch_microbatch_group(
     defer and end in the triggerer, unless listener plugins are registered (the
     OpenLineage provider's), where they wait on workers, at most
     ``LISTENER_SENSOR_WINDOW`` microbatch sensors of one run at once unless
-    ``sensor_kwargs`` sets ``max_active_tis_per_dagrun``. ``outputs_asset_alias`` is the
-    ``run`` sensor's: once the run passed, its outputs folder as an Asset event.
+    ``sensor_kwargs`` sets ``max_active_tis_per_dagrun``. ``sensor_kwargs`` go to the
+    microbatch sensors, ``run_sensor_kwargs`` to the ``run`` sensor (for example
+    ``{"end_from_trigger": False}`` on both: each task resumes on a worker once its
+    trigger fired). ``outputs_asset_alias`` is the ``run`` sensor's: once the run passed,
+    its outputs folder as an Asset event.
     """
     _check_map_length(group_id, sources, input_batch_size)
     with TaskGroup(group_id) as group:
@@ -209,8 +213,7 @@ def rayorch_microbatch_group(
             task_id="microbatch",
             max_failed_ratio=max_failed_ratio,
             repair=repair,
-            **common,
-            **extra,
+            **{**common, **extra},
         ).expand(microbatch=submit.output)
         run = RayOrchRunSensor(
             task_id="run",
@@ -218,7 +221,7 @@ def rayorch_microbatch_group(
             max_failed_ratio=max_failed_ratio,
             outputs_asset_alias=outputs_asset_alias,
             submit_task_id=f"{prefix}submit",
-            **common,
+            **{**common, **dict(run_sensor_kwargs or {})},
         )
         submit >> sensors >> run
         if head is not None:

@@ -35,7 +35,6 @@ from airflow.sdk import DAG, task
 from airflow_provider_rayorch.operators.local_head import RayLocalHeadStartOperator
 from airflow_provider_rayorch.operators.microbatch import rayorch_microbatch_group
 from airflow_provider_rayorch.operators.rayorch import RayOrchOperator
-from airflow_provider_rayorch.sensors.rayorch import RayOrchRunSensor
 
 INPUTS = os.environ.get("AP_INPUTS", "/tmp/airflow-path-inputs")
 SOURCES = f"{INPUTS}/*.txt"
@@ -71,13 +70,13 @@ with DAG(dag_id="ap_microbatch", **COMMON):
     rayorch_microbatch_group("prepare", **RUN)
 
 with DAG(dag_id="ap_microbatch_resume", **COMMON):
-    resumed = rayorch_microbatch_group(
-        "prepare", **RUN, deferrable=True, sensor_kwargs={"end_from_trigger": False}
+    rayorch_microbatch_group(
+        "prepare",
+        **RUN,
+        deferrable=True,
+        sensor_kwargs={"end_from_trigger": False},
+        run_sensor_kwargs={"end_from_trigger": False},
     )
-    # the group passes sensor_kwargs to the microbatch sensors only: its run sensor too
-    run_sensor = resumed.children["prepare.run"]
-    assert isinstance(run_sensor, RayOrchRunSensor)
-    run_sensor.end_from_trigger = False
 
 with DAG(dag_id="ap_operator_shared", **COMMON):
     head = RayLocalHeadStartOperator(task_id="ray_head", shared=True, num_cpus=SHARED_CPUS)

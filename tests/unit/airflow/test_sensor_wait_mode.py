@@ -140,6 +140,25 @@ def test_the_groups_window_is_the_users_when_given() -> None:
     assert dag.get_task("docs.microbatch").max_active_tis_per_dagrun == 9
 
 
+def test_the_group_gives_each_sensor_its_own_keywords() -> None:
+    """``sensor_kwargs`` reach the microbatch sensors, ``run_sensor_kwargs`` the run
+    sensor; either may override what the group sets (``poke_interval``)."""
+    with DAG("wait_mode_group", schedule=None) as dag:
+        rayorch_microbatch_group(
+            "docs",
+            pipeline="m:f",
+            sources=["a", "b"],
+            deferrable=True,
+            poke_interval=5.0,
+            sensor_kwargs={"end_from_trigger": False, "poke_interval": 2.0},
+            run_sensor_kwargs={"end_from_trigger": False, "poke_interval": 3.0},
+        )
+    microbatch = dag.get_task("docs.microbatch").partial_kwargs
+    assert (microbatch["end_from_trigger"], microbatch["poke_interval"]) == (False, 2.0)
+    run = dag.get_task("docs.run")
+    assert (run.deferrable, run.end_from_trigger, run.poke_interval) == (True, False, 3.0)
+
+
 def test_without_listeners_the_group_sets_no_window() -> None:
     with DAG("wait_mode_group", schedule=None) as dag:
         rayorch_microbatch_group("docs", pipeline="m:f", sources=["a", "b"])
