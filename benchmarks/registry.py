@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import airflow_path, scale, sections
+from . import airflow_path, driver_start, scale, sections
 from . import results as shapes
 
 if TYPE_CHECKING:
@@ -76,6 +76,8 @@ REGISTRY: tuple[Section, ...] = (
     Section("startup", _call(sections.startup), (), dict, "cold start"),
     # tiny sources at scale, each run in a fresh process: benchmarks/scale.py
     Section("scale", scale.run_section, (), shapes.ScaleResult, "scale (issue 28)"),
+    # a loopback Ray head of its own, jobs through its Jobs API: benchmarks/driver_start.py
+    Section("driver_start", driver_start.run_section, (), dict, "the driver's start"),
     # a loopback Airflow deployment of its own: benchmarks/airflow_path
     Section("airflow_path", airflow_path.run_section, (), dict, "the Airflow path"),
 )
