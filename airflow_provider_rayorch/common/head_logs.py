@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ARCHIVE_ENV", "KEY_WORDS", "archive", "archive_root", "digest"]
+__all__ = ["ARCHIVE_ENV", "KEY_WORDS", "archive", "archive_root", "digest", "what_logs_say"]
 
 #: The variable naming the folder heads' logs are kept in (unset: none is kept).
 ARCHIVE_ENV = "RAYORCH_HEAD_LOG_ARCHIVE"
@@ -39,6 +39,8 @@ KEY_WORDS = (
     "SIGTERM",
     "Failed to get node info",
     "timed out",
+    "Timed out",
+    "Check failed",
     "metrics server on port",
     "Error:",
     "Exception:",
@@ -96,6 +98,20 @@ def _key_lines(path: Path, words: tuple[str, ...], limit: int) -> list[str]:
         return []
     found = [x for x in lines if x[:1].strip() and any(w in x for w in words)]  # no frames
     return [line[:400] for line in found][-limit:]
+
+
+def what_logs_say(temp_dir: Path | str, *, limit: int = 5) -> str:
+    """The key lines (:data:`KEY_WORDS`) of a running or stopped head's Ray logs, in
+    its temp dir, at most ``limit`` per file: for an error about a head that did not
+    come up. Empty when they say nothing."""
+    logs = Path(temp_dir) / "session_latest" / "logs"
+    out: list[str] = []
+    with contextlib.suppress(OSError):
+        for log in sorted(logs.iterdir()):
+            if log.suffix in (".log", ".out", ".err"):
+                found = _key_lines(log, KEY_WORDS, limit)
+                out += [f"{log.name}: {line}" for line in found]
+    return "\n".join(out)
 
 
 def _failed(head_dir: Path, stop: dict[str, Any]) -> bool:

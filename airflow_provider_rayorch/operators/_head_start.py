@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_rayorch.common import local_heads
+from airflow_provider_rayorch.common import head_logs, local_heads
 from airflow_provider_rayorch.exceptions import RayOrchClusterError, RayOrchHeadDied
 from airflow_provider_rayorch.operators._head_groups import group_members, stop_local_head
 
@@ -291,13 +291,15 @@ def _wait_until_up(
                 with open(log_path) as f:
                     tail = f.read()[-2000:]
                 raise RayOrchHeadDied(
-                    f"`ray start --head` exited with {proc.returncode} (log {log_path}):\n{tail}",
+                    f"`ray start --head` exited with {proc.returncode} (log {log_path}):\n{tail}"
+                    + _logs_say(temp_dir),
                 )
             if raylet.died():
                 raise RayOrchHeadDied(
                     f"the raylet of the Ray head at {address} exited while the head started "
                     f"(its log: {temp_dir}/session_latest/logs/raylet.out); on a busy machine "
-                    "it aborts when the head's dashboard agent is slow to report its port",
+                    "it aborts when the head's dashboard agent is slow to report its port"
+                    + _logs_say(temp_dir),
                 )
             if _dashboard_up(client, info["address"]):
                 waiting_for = f"its job agent ({agent_url}/api/healthz)"
@@ -309,8 +311,16 @@ def _wait_until_up(
     raise RayOrchClusterError(
         f"the Ray head at {info['address']} did not get {waiting_for} up within "
         f"{timeout:g}s (log {log_path}; the head's logs are under {temp_dir}/session_latest/"
-        "logs). Fix: on a busy machine give the head more time (startup_timeout)",
+        "logs). Fix: on a busy machine give the head more time (startup_timeout)"
+        + _logs_say(temp_dir),
     )
+
+
+def _logs_say(temp_dir: str) -> str:
+    """What the starting head's Ray logs say about it, for its error (read before its
+    stop removes them)."""
+    said = head_logs.what_logs_say(temp_dir)
+    return f". Its Ray logs say:\n{said}" if said else ""
 
 
 class _Raylet:

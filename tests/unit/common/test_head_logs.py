@@ -66,3 +66,17 @@ def test_the_digest_shows_the_heads_that_died_with_the_line_naming_the_exit(
     assert "[raylet] Failed to bind: Address already in use" in report
     assert "starting" not in report.split("-- raylet.out:")[1]
     assert "rayhfine-4242" in head_logs.digest(every=True)
+
+
+def test_what_a_live_heads_logs_say_is_their_key_lines_per_file(tmp_path: Path) -> None:
+    head = _head(
+        tmp_path,
+        "rayhlive",
+        "Local node IP: 127.0.0.1\n",
+        "[info] started\n[error] Check failed: Timed out waiting for file metrics_agent_port\n",
+    )
+    said = head_logs.what_logs_say(str(head["temp_dir"]))
+    assert said == (
+        "raylet.out: [error] Check failed: Timed out waiting for file metrics_agent_port"
+    )
+    assert head_logs.what_logs_say(tmp_path / "no-such-head") == ""
