@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -143,6 +144,30 @@ def print_outcome(result: dict[str, Any]) -> None:
             print(f"Kept outputs: {value['outputs']['uri']}/")
 
 
+#: A line of the task log that begins a log record (not a traceback line).
+_RECORD = re.compile(r"^\d{4}-\d\d-\d\dT")
+
+
+def task_errors(log: str, most: int = 3) -> list[str]:
+    """The exceptions the log's failed tasks raised, each as its traceback ends (the
+    lines after the last frame), the first ``most`` of them."""
+    errors: list[str] = []
+    lines = log.splitlines()
+    for at, line in enumerate(lines):
+        if "Task failed with exception" not in line or len(errors) >= most:
+            continue
+        block: list[str] = []
+        for rest in lines[at + 1 :]:
+            if _RECORD.match(rest):
+                break
+            block.append(rest)
+        frames = [i for i, text in enumerate(block) if text.startswith("  ")]
+        message = "\n".join(block[frames[-1] + 1 :] if frames else block).strip()
+        if message:
+            errors.append(message[:1500])
+    return errors
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dag_id")
@@ -169,7 +194,11 @@ def main() -> None:
     if result["state"] != "success":
         for task, state in sorted(result["tasks"].items()):
             print(f"  {task}: {state}")
-        print(f"\nSee the log {args.log} for why.")
+        with open(args.log, errors="replace") as fh:
+            errors = task_errors(fh.read())
+        for error in errors:
+            print(f"\nA task failed with:\n{error}")
+        print(f"\nSee the log {args.log} for the whole story.")
         sys.exit(1)
     print_outcome(result)
 
