@@ -31,11 +31,15 @@ __all__ = [
 ]
 
 
-def group_members(pgid: int) -> list[Any]:
+def group_members(pgid: int, *, reap: bool = True) -> list[Any]:
+    """The live (not zombie) processes of group ``pgid``. ``reap``: first reap its
+    leader (``ray start``) if it is this process's child and exited; a caller that
+    reads the leader's exit code through its ``Popen`` passes ``False``."""
     import psutil
 
-    with contextlib.suppress(ChildProcessError):  # reap `ray start` if it is our child
-        os.waitpid(pgid, os.WNOHANG)
+    if reap:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pgid, os.WNOHANG)
     members = []
     for proc in psutil.process_iter(["pid", "status"]):
         try:

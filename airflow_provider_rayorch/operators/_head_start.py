@@ -332,7 +332,8 @@ class _Raylet:
         self.seen = False
 
     def died(self) -> bool:
-        alive = any(_name(member) == "raylet" for member in group_members(self.pgid))
+        members = group_members(self.pgid, reap=False)  # `ray start`'s code is the start's
+        alive = any(_name(member) == "raylet" for member in members)
         self.seen = self.seen or alive
         return self.seen and not alive
 

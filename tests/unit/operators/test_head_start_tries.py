@@ -82,6 +82,35 @@ class _Member:
 def test_a_raylet_counts_as_dead_only_once_it_was_seen(monkeypatch) -> None:
     groups = [["ray", "gcs_server"], ["ray", "gcs_server", "raylet"], ["ray", "gcs_server"]]
     members = iter([[_Member(n) for n in names] for names in groups])
-    monkeypatch.setattr(_head_start, "group_members", lambda pgid: next(members))
+    reaps: list[bool] = []
+
+    def group_members(pgid: int, *, reap: bool = True) -> list[_Member]:
+        reaps.append(reap)
+        return next(members)
+
+    monkeypatch.setattr(_head_start, "group_members", group_members)
     raylet = _head_start._Raylet(12345)
     assert [raylet.died() for _ in groups] == [False, False, True]
+    assert reaps == [False] * 3  # `ray start`'s exit code stays its Popen's to read
+
+
+def test_looking_at_a_group_without_reaping_leaves_its_leaders_exit_code(tmp_path) -> None:
+    """The raylet watch looks with ``reap=False``: ``ray start``'s exit code stays for
+    its ``Popen`` (reaped by another ``waitpid``, Python would read it as 0)."""
+    import subprocess
+    import sys
+    import time
+
+    from airflow_provider_rayorch.operators._head_groups import group_members
+
+    proc = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"], start_new_session=True)
+    deadline = time.monotonic() + 30
+    while _state(proc.pid) != "Z" and time.monotonic() < deadline:  # exited, not reaped
+        time.sleep(0.05)
+    assert group_members(proc.pid, reap=False) == []  # a zombie is no member
+    assert proc.poll() == 3
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as fh:
+        return fh.read().rsplit(")", 1)[1].split()[0]
