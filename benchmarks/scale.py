@@ -4,14 +4,15 @@
     python -m benchmarks.scale --sources 10000000 --paths operator --out docs/benchmarks
 
 Tiny sources (``benchmarks.expand_reduce:Tiny``: the provider's own cost dominates)
-run in microbatches of 1,000 two ways, each in a process of its own so the peak RSS
-is its own: through ``RayOrchOperator.execute`` with no connection (the embedded
-driver: a child process with a private 2-CPU local Ray), and through the job
-entrypoint (``airflow_provider_rayorch.job``, the plan written first) on a 2-CPU
-local Ray that process starts and stops. Each run gives its seconds per 1,000
-sources and the driver's peak RSS (the embedded driver's ``VmHWM``, read while it
-runs; the job process's ``ru_maxrss``, taken before anything is read back). The same
-process then reads the finished run's store:
+run in microbatches of 1,000 two ways, each from a fresh process: through
+``RayOrchOperator.execute`` with no connection (the embedded driver: a child process
+with a private 2-CPU local Ray), and through the job entrypoint as a head runs a
+job (the plan written first; ``python -m airflow_provider_rayorch.job`` in a process
+of its own, joined by ``RAY_ADDRESS`` to a 2-CPU local Ray the fresh process starts
+and stops). Each run gives its seconds per 1,000 sources and the driver's peak RSS,
+the driver process's own (the embedded driver's ``VmHWM``, read while it runs; the
+job process's ``ru_maxrss``, from ``wait4``). The fresh process then reads the
+finished run's store:
 bytes per source, one report (rendered from the store, as a repair or the plugin
 does, and from the driver's aggregate, as the live report), one microbatch's
 read-back (``read_summary_outputs``) and the runs page (the plugin's state read and
@@ -28,6 +29,7 @@ import os
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -37,10 +39,12 @@ from typing import Any
 
 from benchmarks.measure import child_result
 
-__all__ = ["PATHS", "measure_point", "run_section"]
+__all__ = ["PATHS", "measure_point", "run_job_process", "run_section"]
 
 REPO = Path(__file__).resolve().parent.parent
 PIPELINE = "benchmarks.expand_reduce:Tiny"
+#: the Ray job's entrypoint, run as a head runs it
+JOB_MODULE = "airflow_provider_rayorch.job"
 PATHS = ("operator", "job")
 MICROBATCH = 1000
 CALL_BATCH = 256
@@ -132,32 +136,92 @@ def _through_operator(n: int, store: str, backend: str) -> dict[str, Any]:
 
 
 def _through_job(n: int, store: str, backend: str) -> dict[str, Any]:
-    """The job entrypoint in this process, on a 2-CPU local Ray started here (the plan
-    was written by the caller, so this process's peak RSS is the driver's)."""
-    from airflow_provider_rayorch import job
-
+    """The job entrypoint as a Ray job runs it: ``python -m airflow_provider_rayorch.job``
+    in a process of its own, connected (``RAY_ADDRESS``) to a 2-CPU local Ray this
+    process started, as a head's job supervisor starts a driver (the plan was written
+    by the caller). Its peak RSS is that process's own ``ru_maxrss`` (from ``wait4``):
+    nothing this process imported or holds is in it."""
     run_id = f"scale-job-{n}"
-    if backend == "ray":
-        from benchmarks.local_ray import init_own_ray
-
-        init_own_ray()
-    started = time.perf_counter()
+    env = _env()
+    token_dir = tempfile.mkdtemp(prefix="scale-ray-")
     try:
-        code = job.main(["--run-store", store, "--run-id", run_id])
+        if backend == "ray":
+            env = _own_ray(env, token_dir)
+        elapsed, peak_mb = run_job_process(store, run_id, env)
     finally:
-        elapsed = time.perf_counter() - started
         if backend == "ray":
             import ray
 
             ray.shutdown()
-    if code != 0:
-        raise RuntimeError(f"the job entrypoint exited {code} on {n} sources")
+        shutil.rmtree(token_dir, ignore_errors=True)
     return {
         "run_id": run_id,
         "elapsed_s": elapsed,
-        "driver_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "driver_peak_rss_mb": peak_mb,
         "driver_rss_from": "ru_maxrss",
     }
+
+
+def _own_ray(env: dict[str, str], token_dir: str) -> dict[str, str]:
+    """Start this process's local Ray in token mode with a token of its own (in
+    ``token_dir``, as the embedded driver's); ``env`` with that token and the Ray's
+    address, for a driver that joins it."""
+    from airflow_provider_rayorch.operators._embedded import embedded_ray_env
+
+    env = embedded_ray_env(env, token_dir)
+    # before Ray is imported: it reads its auth mode once
+    os.environ.update({k: env[k] for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")})
+    import ray
+
+    from benchmarks.local_ray import init_own_ray
+
+    init_own_ray()
+    return {**env, "RAY_ADDRESS": ray.get_runtime_context().gcs_address}
+
+
+#: Starts a command with its output in a file, waits for it and prints its exit code
+#: and ``ru_maxrss``. On Linux a process's ``ru_maxrss`` starts at the peak RSS of the
+#: process that spawned it (``exec`` records the memory it replaces), so the driver is
+#: spawned from this small process, not from one that imported Ray and Airflow or
+#: wrote a plan of millions of sources.
+SPAWNER = """
+import json, os, sys
+out, cmd = sys.argv[1], sys.argv[2:]
+fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+dup = [(os.POSIX_SPAWN_DUP2, fd, 1), (os.POSIX_SPAWN_DUP2, fd, 2)]
+pid = os.posix_spawn(cmd[0], cmd, os.environ, file_actions=dup)
+_pid, status, usage = os.wait4(pid, 0)
+print(json.dumps({"code": os.waitstatus_to_exitcode(status), "maxrss_kb": usage.ru_maxrss}))
+"""
+
+
+def run_job_process(
+    store: str, run_id: str, env: dict[str, str], module: str = JOB_MODULE
+) -> tuple[float, float]:
+    """Run the job entrypoint ``module`` on ``run_id`` in a process of its own, its
+    output in a file (a job's log), spawned by :data:`SPAWNER`; its seconds and its
+    own peak RSS in MB."""
+    cmd = [sys.executable, "-m", module, "--run-store", store, "--run-id", run_id]
+    with tempfile.TemporaryDirectory(prefix="scale-job-") as tmp:
+        log = os.path.join(tmp, "job.log")
+        started = time.perf_counter()
+        spawned = subprocess.run(
+            [sys.executable, "-S", "-c", SPAWNER, log, *cmd],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        elapsed = time.perf_counter() - started
+        if spawned.returncode != 0:
+            raise RuntimeError(f"spawning the job entrypoint failed: {spawned.stderr[-2000:]}")
+        ended = json.loads(spawned.stdout)
+        if ended["code"] != 0:
+            with open(log) as f:
+                tail = f.read()[-2000:]
+            raise RuntimeError(f"the job entrypoint exited {ended['code']} on {run_id}: {tail}")
+    return elapsed, ended["maxrss_kb"] / 1024
 
 
 def write_job_plan(n: int, store: str, backend: str) -> None:
