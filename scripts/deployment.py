@@ -223,20 +223,30 @@ def descendant_groups(pgid: int) -> dict[int, int]:
 
 def kill_group(pgid: int, grace: float = 20.0) -> None:
     """Stop one process group we started: SIGTERM, then SIGKILL after ``grace``."""
-    if pgid <= 1 or pgid in _own_groups():
-        raise ValueError(f"refusing to signal process group {pgid}")
+    kill_groups([pgid], grace)
+
+
+def kill_groups(pgids: list[int], grace: float = 20.0) -> None:
+    """Stop process groups we started, all at once: SIGTERM to each, then SIGKILL to
+    those still alive after ``grace`` (the wait is the slowest group's, not the sum)."""
+    refused = [g for g in pgids if g <= 1 or g in _own_groups()]
+    if refused:
+        raise ValueError(f"refusing to signal process group {refused[0]}")
+    left = list(pgids)
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            return
+        for pgid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, sig)
         deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(-pgid, os.WNOHANG)
-            if not group_alive(pgid):
-                return
-            time.sleep(0.2)
+        while left and time.monotonic() < deadline:
+            for pgid in left:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(-pgid, os.WNOHANG)
+            left = [pgid for pgid in left if group_alive(pgid)]
+            if left:
+                time.sleep(0.2)
+        if not left:
+            return
 
 
 def recorded_heads(airflow_home: Path) -> list[tuple[Path, dict]]:
@@ -249,18 +259,27 @@ def recorded_heads(airflow_home: Path) -> list[tuple[Path, dict]]:
     return found
 
 
-def stop_head(path: Path, record: dict) -> bool:
-    """Stop one recorded head (if it is still the one recorded) and drop its record."""
-    pgid, start = int(record.get("pgid", 0)), record.get("start")
-    stopped = False
-    if is_recorded_group(pgid, None if start is None else int(start)):
-        kill_group(pgid, grace=10.0)
-        stopped = True
-    temp_dir = str(record.get("temp_dir") or "")
-    if os.path.basename(temp_dir).startswith("rayh"):
-        shutil.rmtree(temp_dir, ignore_errors=True)
-    path.unlink(missing_ok=True)
-    return stopped
+def stop_heads(heads: list[tuple[Path, dict]]) -> list[dict]:
+    """Stop the recorded heads still the ones recorded, all at once, and drop every
+    record (and the head's temp dir); returns the records of the heads stopped."""
+    live = [
+        (path, head)
+        for path, head in heads
+        if is_recorded_group(int(head.get("pgid", 0)), _start(head))
+    ]
+    kill_groups([int(head["pgid"]) for _, head in live], grace=10.0)
+    for _, head in heads:
+        temp_dir = str(head.get("temp_dir") or "")
+        if os.path.basename(temp_dir).startswith("rayh"):
+            shutil.rmtree(temp_dir, ignore_errors=True)
+    for path, _ in heads:
+        path.unlink(missing_ok=True)
+    return [head for _, head in live]
+
+
+def _start(record: dict) -> int | None:
+    start = record.get("start")
+    return None if start is None else int(start)
 
 
 # -- commands ----------------------------------------------------------------------------
@@ -396,6 +415,7 @@ def stop(args: argparse.Namespace) -> int:
     state = read_state(home)
     started = state.get("started", {})
     names = args.component or list(state["groups"])
+    groups: dict[int, str] = {}  # every group to stop, with what it is, stopped together
     for name in names:
         pgid = state["groups"].pop(name, None)
         record = started.pop(name, None) or {}
@@ -405,20 +425,19 @@ def stop(args: argparse.Namespace) -> int:
         if not is_recorded_group(int(pgid), record.get("start")):
             print(f"{name}: already stopped (process group {pgid})")
             continue
-        children = descendant_groups(int(pgid))
-        kill_group(int(pgid))
-        print(f"{name}: stopped (process group {pgid})")
-        for child, child_start in children.items():
+        groups[int(pgid)] = f"{name}: stopped (process group {pgid})"
+        for child, child_start in descendant_groups(int(pgid)).items():
             if is_recorded_group(child, child_start):
-                kill_group(child, grace=10.0)
-                print(f"stopped process group {child}, started by {name}")
+                groups.setdefault(child, f"stopped process group {child}, started by {name}")
+    kill_groups(list(groups))
+    for said in groups.values():
+        print(said)
     if (folder(home) / "state.json").exists():
         write_state(home, state)
     if not args.component:
-        for path, head in recorded_heads(home):
-            if stop_head(path, head):
-                where = f"{head.get('address')} (process group {head.get('pgid')})"
-                print(f"stopped the loopback Ray head at {where}, started by a task here")
+        for head in stop_heads(recorded_heads(home)):
+            where = f"{head.get('address')} (process group {head.get('pgid')})"
+            print(f"stopped the loopback Ray head at {where}, started by a task here")
         # the shared head (if any) was among them: the next run starts a new one
         (heads_dir(home) / "shared.json").unlink(missing_ok=True)
     return 0

@@ -76,3 +76,36 @@ def test_stop_stops_a_group_it_started_and_forgets_nothing_alive(script, tmp_pat
     assert script.stop(args) == 0
     assert sleeper.wait(10) is not None
     assert not script.group_alive(sleeper.pid)
+
+
+def test_stop_signals_every_group_before_it_waits_on_any(script, monkeypatch) -> None:
+    """Groups that outlive SIGTERM are stopped together: one grace period for all."""
+    stubborn = [
+        subprocess.Popen(
+            ["bash", "-c", "trap '' TERM; sleep 300 & echo ready; wait"],
+            start_new_session=True,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    for proc in stubborn:  # SIGTERM is ignored from here on
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "ready\n"
+    sent: list[tuple[int, int]] = []
+    killpg = script.os.killpg
+
+    def record(pgid: int, sig: int) -> None:
+        if sig:
+            sent.append((pgid, sig))
+        killpg(pgid, sig)
+
+    monkeypatch.setattr(script.os, "killpg", record)
+    a, b = (p.pid for p in stubborn)
+    script.kill_groups([a, b], grace=0.5)
+    term, kill = script.signal.SIGTERM, script.signal.SIGKILL
+    assert sent == [(a, term), (b, term), (a, kill), (b, kill)]
+    for proc in stubborn:
+        assert proc.wait(10) is not None
+        assert not script.group_alive(proc.pid)
+        proc.stdout.close()
