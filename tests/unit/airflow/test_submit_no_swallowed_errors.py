@@ -155,14 +155,18 @@ def tls_eof_server() -> Iterator[str]:
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(8)
+    server.settimeout(0.2)  # accept wakes to see ``stop``
     stop = threading.Event()
 
     def serve() -> None:
         while not stop.is_set():
             try:
                 conn, _ = server.accept()
+            except TimeoutError:
+                continue
             except OSError:
                 return
+            conn.settimeout(None)
             conn.shutdown(socket.SHUT_WR)  # EOF where the ServerHello should be
             conn.recv(1 << 16)
             conn.close()
