@@ -138,10 +138,19 @@ def test_blackholed_cluster_times_out(monkeypatch) -> None:
 def test_async_job_info_unreachable(monkeypatch) -> None:
     import asyncio
 
+    from airflow_provider_rayorch.hooks import jobs_api
+
+    waits: list[float] = []
+
+    async def no_wait(delay: float) -> None:  # a job's poll retries: nothing sleeps
+        waits.append(delay)
+
+    monkeypatch.setattr(jobs_api, "asleep", no_wait)
     monkeypatch.delenv("AIRFLOW_CONN_RAYORCH_DEFAULT", raising=False)
     hook = RayOrchHook(address=f"http://127.0.0.1:{_closed_port()}", timeout=2)
-    with pytest.raises(RayOrchClusterError):
+    with pytest.raises(RayOrchClusterError, match="cannot reach"):
         asyncio.run(hook.aget_job_status("j"))
+    assert len(waits) == 5
 
 
 @pytest.fixture

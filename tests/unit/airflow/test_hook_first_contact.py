@@ -224,7 +224,7 @@ def test_task_time_errors_still_name_the_connection_id(monkeypatch) -> None:
     conn = {"conn_type": "rayorch", "host": f"http://127.0.0.1:{_closed_port()}"}
     monkeypatch.setenv("AIRFLOW_CONN_RO_TASK", json.dumps(conn))
     with pytest.raises(RayOrchClusterError) as caught:
-        RayOrchHook("ro_task").get_job_status("j")
+        _poll(monkeypatch, RayOrchHook("ro_task"), [])
     assert "check the 'ro_task' connection's host" in str(caught.value)
 
 
@@ -234,5 +234,5 @@ def test_a_caller_that_knows_the_api_answered_before_gets_retries(monkeypatch) -
     hook = RayOrchHook(address=address, answered_before=True, retry=PACED)
     sleeps: list[float] = []
     with pytest.raises(RayOrchClusterError, match="gave up after 6 tries"):
-        _poll(monkeypatch, hook, sleeps)
+        _list(monkeypatch, hook, sleeps)  # a request naming no job: retried only so
     assert sleeps == [5, 10, 20, 40, 60]

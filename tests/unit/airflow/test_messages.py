@@ -68,7 +68,11 @@ def test_loopback_head_address_is_not_reported_as_embedded(monkeypatch) -> None:
 
 @pytest.mark.parametrize("call", ["check_reachable", "get_job_info", "find_active_job"])
 def test_refused_connection_names_the_host_and_the_fix(monkeypatch, call) -> None:
-    """A refused connection is not a timeout, and the hint names the host."""
+    """A refused connection is not a timeout, and the hint names the host (after the
+    retries of a request about a job: nothing sleeps here)."""
+    from airflow_provider_rayorch.hooks import jobs_api
+
+    monkeypatch.setattr(jobs_api, "sleep", lambda delay: None)
     monkeypatch.delenv("AIRFLOW_CONN_RAYORCH_DEFAULT", raising=False)
     address = f"http://127.0.0.1:{_closed_port()}"
     hook = RayOrchHook(address=address, timeout=10)
