@@ -26,8 +26,8 @@ from airflow_provider_rayorch.runs.boundary import plain
 from airflow_provider_rayorch.runs.store import RunStore
 
 from . import fault_udfs as fu
+from .lost_objects import lost_object
 from .resume_plans import write_resume_plan
-from .udfs import Owner
 from .watchdog import measured_start_s, subprocess_within, wait_for, within
 
 if TYPE_CHECKING:
@@ -404,9 +404,7 @@ def test_object_loss_owner_exit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     exited: render's batch that made it runs again from lineage, nothing else does."""
     from airflow_provider_rayorch.rayorch.execution.remote_values import RemoteValue
 
-    owner: Any = ray.remote(Owner).remote()
-    [dead_ref] = ray.get(owner.make.remote())
-    ray.kill(owner, no_restart=True)
+    dead_ref = lost_object()
     original = RayBackend._submit
     sabotaged: list[int] = []
 

@@ -238,11 +238,10 @@ def test_lost_payloads_are_recomputed_without_blocking_the_loop(
     from airflow_provider_rayorch.rayorch.execution import ray_backend
     from airflow_provider_rayorch.rayorch.execution.remote_values import RemoteValue
 
-    from .udfs import Owner, Twice
+    from .lost_objects import lost_object
+    from .udfs import Twice
 
-    owner = ray.remote(Owner).remote()
-    [dead_ref] = ray.get(owner.make.remote())
-    ray.kill(owner, no_restart=True)
+    dead_ref = lost_object()
     original = ray_backend.RayBackend._submit
     sabotaged: list[int] = []
 
@@ -271,11 +270,10 @@ def test_lost_outputs_are_recomputed_before_their_microbatch_is_delivered(
     batch that made it runs again and the microbatch is delivered with its outputs."""
     from airflow_provider_rayorch.rayorch.execution.remote_values import collect_boxes
 
-    from .udfs import Owner, Twice
+    from .lost_objects import lost_object
+    from .udfs import Twice
 
-    owner = ray.remote(Owner).remote()
-    [dead_ref] = ray.get(owner.make.remote())
-    ray.kill(owner, no_restart=True)
+    dead_ref = lost_object()
     original = RayBackend._deliver
     sabotaged: list[int] = []
 

@@ -284,11 +284,10 @@ def test_lost_payloads_are_recomputed_from_lineage(monkeypatch: pytest.MonkeyPat
     from airflow_provider_rayorch.rayorch.execution import ray_backend
     from airflow_provider_rayorch.rayorch.execution.remote_values import RemoteValue
 
-    from .udfs import Owner, Twice
+    from .lost_objects import lost_object
+    from .udfs import Twice
 
-    owner = ray.remote(Owner).remote()
-    [dead_ref] = ray.get(owner.make.remote())
-    ray.kill(owner, no_restart=True)
+    dead_ref = lost_object()
     original = ray_backend.RayBackend._submit
     sabotaged: list[int] = []
 
