@@ -206,9 +206,12 @@ def rayorch_microbatch_group(
             "deferrable": deferrable,
             "poke_interval": poke_interval,
         }
-        extra = {"map_index_template": MICROBATCH_MAP_INDEX_TEMPLATE, **dict(sensor_kwargs or {})}
-        if not wait_mode(deferrable, None).deferrable:  # on workers: bound the slots held
-            extra.setdefault("max_active_tis_per_dagrun", LISTENER_SENSOR_WINDOW)
+        extra = {
+            "map_index_template": MICROBATCH_MAP_INDEX_TEMPLATE,
+            **_own_keywords(group_id, "sensor_kwargs", sensor_kwargs),
+        }
+        if not wait_mode(extra.get("deferrable", deferrable), None).deferrable:
+            extra.setdefault("max_active_tis_per_dagrun", LISTENER_SENSOR_WINDOW)  # on workers
         sensors = RayOrchMicrobatchSensor.partial(
             task_id="microbatch",
             max_failed_ratio=max_failed_ratio,
@@ -221,7 +224,7 @@ def rayorch_microbatch_group(
             max_failed_ratio=max_failed_ratio,
             outputs_asset_alias=outputs_asset_alias,
             submit_task_id=f"{prefix}submit",
-            **{**common, **dict(run_sensor_kwargs or {})},
+            **{**common, **_own_keywords(group_id, "run_sensor_kwargs", run_sensor_kwargs)},
         )
         submit >> sensors >> run
         if head is not None:
@@ -230,6 +233,27 @@ def rayorch_microbatch_group(
             stop = RayLocalHeadStopOperator(task_id="stop_ray_head", head=head.output)
             run >> stop.as_teardown(setups=head)
     return group
+
+
+#: Keywords the group sets on its sensors to wire them together (or from its own
+#: parameters): ``sensor_kwargs`` and ``run_sensor_kwargs`` may not set them.
+_GROUP_KEYWORDS = frozenset(
+    {"task_id", "run_id", "run_store", "job_id", "microbatch", "submit_task_id",
+     "max_failed_ratio", "repair", "trigger_rule", "outputs_asset_alias"}
+)  # fmt: skip
+
+
+def _own_keywords(group_id: str, name: str, given: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A sensor's keywords from the user, refusing those the group sets itself."""
+    taken = sorted(_GROUP_KEYWORDS.intersection(given or {}))
+    if taken:
+        raise UsageError(
+            f"rayorch_microbatch_group({group_id!r}): {name} sets {', '.join(taken)}, which "
+            "the group sets itself (they wire its tasks together); pass the group's own "
+            "parameter of that name where there is one (max_failed_ratio, repair, "
+            "outputs_asset_alias), and leave the others out"
+        )
+    return dict(given or {})
 
 
 def _check_map_length(group_id: str, sources: Any, input_batch_size: Any) -> None:

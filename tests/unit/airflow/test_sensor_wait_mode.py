@@ -15,6 +15,7 @@ from airflow.sdk.exceptions import TaskDeferred
 from airflow.sdk.listener import get_listener_manager
 
 from airflow_provider_rayorch.operators.microbatch import rayorch_microbatch_group
+from airflow_provider_rayorch.rayorch.errors import UsageError
 from airflow_provider_rayorch.runs.store import RunStore
 from airflow_provider_rayorch.sensors._wait_mode import (
     LISTENER_SENSOR_WINDOW,
@@ -157,6 +158,32 @@ def test_the_group_gives_each_sensor_its_own_keywords() -> None:
     assert (microbatch["end_from_trigger"], microbatch["poke_interval"]) == (False, 2.0)
     run = dag.get_task("docs.run")
     assert (run.deferrable, run.end_from_trigger, run.poke_interval) == (True, False, 3.0)
+
+
+@pytest.mark.usefixtures("listener")
+def test_sensors_told_to_wait_on_workers_get_the_window() -> None:
+    """``sensor_kwargs={"deferrable": False}`` decides the window as the group's own would."""
+    with DAG("wait_mode_group", schedule=None) as dag:
+        rayorch_microbatch_group(
+            "docs",
+            pipeline="m:f",
+            sources=["a", "b"],
+            deferrable=True,
+            sensor_kwargs={"deferrable": False},
+        )
+    assert dag.get_task("docs.microbatch").max_active_tis_per_dagrun == LISTENER_SENSOR_WINDOW
+
+
+@pytest.mark.parametrize(
+    ("name", "given"),
+    [("sensor_kwargs", {"run_id": "x"}), ("run_sensor_kwargs", {"trigger_rule": "all_success"})],
+)
+def test_the_keywords_that_wire_the_group_are_refused(name, given) -> None:
+    with DAG("wait_mode_group", schedule=None), pytest.raises(UsageError) as caught:
+        rayorch_microbatch_group("docs", pipeline="m:f", sources=["a"], **{name: given})
+    message = str(caught.value)
+    assert f"{name} sets {next(iter(given))}" in message
+    assert "the group sets itself" in message
 
 
 def test_without_listeners_the_group_sets_no_window() -> None:
