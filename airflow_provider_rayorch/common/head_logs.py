@@ -100,18 +100,28 @@ def _key_lines(path: Path, words: tuple[str, ...], limit: int) -> list[str]:
     return [line[:400] for line in found][-limit:]
 
 
-def what_logs_say(temp_dir: Path | str, *, limit: int = 5) -> str:
+def what_logs_say(
+    temp_dir: Path | str, *, limit: int = 5, most: int = 20, secret: str | None = None
+) -> str:
     """The key lines (:data:`KEY_WORDS`) of a running or stopped head's Ray logs, in
-    its temp dir, at most ``limit`` per file: for an error about a head that did not
-    come up. Empty when they say nothing."""
+    its temp dir, at most ``limit`` per file and ``most`` in all, ``secret`` (the
+    head's token) masked: for an error about a head that did not come up. The metrics
+    servers' "Address already in use" of every head after the first on a machine
+    (fixed ports; Ray goes on without them) is left out. Empty when nothing is said."""
     logs = Path(temp_dir) / "session_latest" / "logs"
     out: list[str] = []
     with contextlib.suppress(OSError):
         for log in sorted(logs.iterdir()):
             if log.suffix in (".log", ".out", ".err"):
                 found = _key_lines(log, KEY_WORDS, limit)
-                out += [f"{log.name}: {line}" for line in found]
-    return "\n".join(out)
+                out += [f"{log.name}: {line}" for line in found if not _metrics_port(line)]
+    said = "\n".join(out[:most])
+    return said.replace(secret, "***") if secret else said
+
+
+def _metrics_port(line: str) -> bool:
+    """A metrics server's port taken by another head: harmless, never why a head failed."""
+    return "Address already in use" in line and "metrics" in line.lower()
 
 
 def _failed(head_dir: Path, stop: dict[str, Any]) -> bool:

@@ -292,14 +292,14 @@ def _wait_until_up(
                     tail = f.read()[-2000:]
                 raise RayOrchHeadDied(
                     f"`ray start --head` exited with {proc.returncode} (log {log_path}):\n{tail}"
-                    + _logs_say(temp_dir),
+                    + _logs_say(temp_dir, token),
                 )
             if raylet.died():
                 raise RayOrchHeadDied(
                     f"the raylet of the Ray head at {address} exited while the head started "
                     f"(its log: {temp_dir}/session_latest/logs/raylet.out); on a busy machine "
                     "it aborts when the head's dashboard agent is slow to report its port"
-                    + _logs_say(temp_dir),
+                    + _logs_say(temp_dir, token),
                 )
             if _dashboard_up(client, info["address"]):
                 waiting_for = f"its job agent ({agent_url}/api/healthz)"
@@ -312,15 +312,15 @@ def _wait_until_up(
         f"the Ray head at {info['address']} did not get {waiting_for} up within "
         f"{timeout:g}s (log {log_path}; the head's logs are under {temp_dir}/session_latest/"
         "logs). Fix: on a busy machine give the head more time (startup_timeout)"
-        + _logs_say(temp_dir),
+        + _logs_say(temp_dir, token),
     )
 
 
-def _logs_say(temp_dir: str) -> str:
+def _logs_say(temp_dir: str, token: str) -> str:
     """What the starting head's Ray logs say about it, for its error (read before its
-    stop removes them)."""
-    said = head_logs.what_logs_say(temp_dir)
-    return f". Its Ray logs say:\n{said}" if said else ""
+    stop removes them; its token masked)."""
+    said = head_logs.what_logs_say(temp_dir, secret=token)
+    return f"\nIts Ray logs say:\n{said}" if said else ""
 
 
 class _Raylet:

@@ -80,3 +80,10 @@ def test_what_a_live_heads_logs_say_is_their_key_lines_per_file(tmp_path: Path) 
         "raylet.out: [error] Check failed: Timed out waiting for file metrics_agent_port"
     )
     assert head_logs.what_logs_say(tmp_path / "no-such-head") == ""
+
+
+def test_what_logs_say_is_capped_in_all(tmp_path: Path) -> None:
+    noisy = "".join(f"[error] Check failed: step {n}\n" for n in range(30))
+    head = _head(tmp_path, "rayhnoisy", "", noisy)
+    said = head_logs.what_logs_say(str(head["temp_dir"]), limit=30, most=7)
+    assert said.splitlines() == [f"raylet.out: [error] Check failed: step {n}" for n in range(7)]

@@ -41,6 +41,10 @@ def test_a_head_too_slow_to_start_says_what_its_ray_logs_say(tmp_path) -> None:
     (logs / "dashboard_agent.log").write_text(
         "INFO agent starting\n"
         "ERROR Failed to bind the agent's HTTP server: [Errno 98] Address already in use\n"
+        "ERROR Exception: header Bearer t0ken-never-shown refused\n"
+    )
+    (logs / "dashboard.log").write_text(  # every head after the first says this: no cause
+        "ERROR Failed to start the metrics server on port 44217: Address already in use\n"
     )
     (logs / "raylet.out").write_text("[info] raylet started\n")
     token = tmp_path / "auth_token"
@@ -60,4 +64,6 @@ def test_a_head_too_slow_to_start_says_what_its_ray_logs_say(tmp_path) -> None:
     assert "Its Ray logs say:" in message
     assert "dashboard_agent.log: ERROR Failed to bind" in message
     assert "raylet started" not in message  # only the lines that say why
+    assert "metrics server" not in message
+    assert "header Bearer *** refused" in message  # the head's token, masked
     assert "t0ken-never-shown" not in message
