@@ -148,9 +148,23 @@ def print_outcome(result: dict[str, Any]) -> None:
 _RECORD = re.compile(r"^\d{4}-\d\d-\d\dT")
 
 
+def _exception_lines(block: list[str]) -> list[str]:
+    """The lines of a traceback's exception (its type, message and any indented lines
+    of the message): from the first line that is not a frame after the last
+    "Traceback" line (a chained exception's own traceback comes last)."""
+    starts = [i for i, text in enumerate(block) if text.startswith("Traceback (most recent")]
+    if not starts:
+        return block
+    rest = block[starts[-1] + 1 :]
+    for at, text in enumerate(rest):
+        if not text[:1].isspace():
+            return rest[at:]
+    return []
+
+
 def task_errors(log: str, most: int = 3) -> list[str]:
-    """The exceptions the log's failed tasks raised, each as its traceback ends (the
-    lines after the last frame), the first ``most`` of them."""
+    """The exceptions the log's failed tasks raised, each as its traceback ends, the
+    first ``most`` of them."""
     errors: list[str] = []
     lines = log.splitlines()
     for at, line in enumerate(lines):
@@ -161,8 +175,7 @@ def task_errors(log: str, most: int = 3) -> list[str]:
             if _RECORD.match(rest):
                 break
             block.append(rest)
-        frames = [i for i, text in enumerate(block) if text.startswith("  ")]
-        message = "\n".join(block[frames[-1] + 1 :] if frames else block).strip()
+        message = "\n".join(_exception_lines(block)).strip()
         if message:
             errors.append(message[:1500])
     return errors

@@ -38,29 +38,11 @@ class DagRun:
         return self.result["xcoms"][f"{task}[-1].return_value"]
 
     def explain(self) -> str:
-        """stdout, each failed task's error, the logs of the loopback heads that failed
-        (kept by ``$RAYORCH_HEAD_LOG_ARCHIVE``), and the log's tail."""
-        starts = _starts(self.log, "Task failed with exception")
-        ends = [*starts[1:], len(self.log)]
-        failures = [self.log[a : min(b, a + 4000)] for a, b in zip(starts, ends, strict=True)]
+        """stdout (with each failed task's exception, printed by the main job), the
+        logs of the loopback heads that failed (kept by ``$RAYORCH_HEAD_LOG_ARCHIVE``),
+        and the log's tail."""
         heads = head_logs.digest(self.output / "head-logs", every=True)
-        return "\n".join(
-            [
-                f"stdout:\n{self.stdout}",
-                *(f"failed task:\n{text}" for text in failures[:3]),
-                heads,
-                f"log tail:\n{self.log[-3000:]}",
-            ]
-        )
-
-
-def _starts(text: str, marker: str) -> list[int]:
-    """Where each line holding ``marker`` starts in ``text``."""
-    found, at = [], text.find(marker)
-    while at >= 0:
-        found.append(text.rfind("\n", 0, at) + 1)
-        at = text.find(marker, at + len(marker))
-    return found
+        return f"stdout:\n{self.stdout}\n{heads}\nlog tail:\n{self.log[-3000:]}"
 
 
 @pytest.fixture

@@ -17,8 +17,9 @@ Traceback (most recent call last):
                      ^^^^^^^^^^^^^^^^^^^^^^^^^^
   File "/x/_head_start.py", line 300, in _wait_until_up
     raise RayOrchClusterError(
-airflow_provider_rayorch.exceptions.RayOrchClusterError: the Ray head at http://127.0.0.1:1 \
-did not get its Jobs API up within 120s. Its Ray logs say:
+airflow_provider_rayorch.exceptions.RayOrchHeadDied: `ray start --head` exited with 1:
+  Local node IP: 127.0.0.1
+Its Ray logs say:
 raylet.out: [error] Check failed: Timed out waiting for file
 2026-12-05T10:20:15.293516Z [info     ] ::group::Post Execute          [task]
 2026-12-05T10:20:16.000000Z [error    ] Task failed with exception     [task]
@@ -40,8 +41,8 @@ def _script():
 def test_each_failed_task_is_named_by_its_exception() -> None:
     errors = _script().task_errors(LOG)
     assert errors == [
-        "airflow_provider_rayorch.exceptions.RayOrchClusterError: the Ray head at "
-        "http://127.0.0.1:1 did not get its Jobs API up within 120s. Its Ray logs say:\n"
+        "airflow_provider_rayorch.exceptions.RayOrchHeadDied: `ray start --head` exited "
+        "with 1:\n  Local node IP: 127.0.0.1\nIts Ray logs say:\n"
         "raylet.out: [error] Check failed: Timed out waiting for file",
         "jinja2.exceptions.UndefinedError: 'None' has no attribute 'address'",
     ]
