@@ -365,9 +365,8 @@ def test_embedded_driver_dies_with_its_task_process(tmp_path) -> None:
         raise AssertionError("the driver outlived its task process")
 
 
-def test_the_operators_hooks_retry_paced_by_its_poll_interval() -> None:
+def test_the_operators_hook_retries_paced_by_its_poll_interval() -> None:
     op = RayOrchOperator(task_id="t", pipeline="m:f", sources=[1], poll_interval=3.0)
-    assert op.hook.retry == RetryPolicy(base_s=3.0)
     assert op.hook.retry == RetryPolicy(base_s=3.0)
 
 

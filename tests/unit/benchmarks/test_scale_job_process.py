@@ -10,8 +10,8 @@ import pytest
 from benchmarks.scale import run_job_process
 
 #: what the stand-in entrypoint allocates, and what its caller holds meanwhile (MB)
-CHILD_MB = 64
-CALLER_MB = 512
+CHILD_MB = 32
+CALLER_MB = 192
 
 ENTRYPOINT = f"""
 import sys
