@@ -7,7 +7,7 @@ test_sensors_under_listener.py measures it): the sensors wait on a worker instea
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from airflow.sdk import DAG
@@ -129,31 +129,15 @@ def test_beside_a_listener_the_group_bounds_its_waiting_sensors() -> None:
     assert dag.get_task("docs.microbatch").max_active_tis_per_dagrun == LISTENER_SENSOR_WINDOW
 
 
-@pytest.mark.usefixtures("listener")
-def test_the_groups_window_is_the_users_when_given() -> None:
-    with DAG("wait_mode_group", schedule=None) as dag:
-        rayorch_microbatch_group(
-            "docs",
-            pipeline="m:f",
-            sources=["a", "b"],
-            sensor_kwargs={"max_active_tis_per_dagrun": 9},
-        )
-    assert dag.get_task("docs.microbatch").max_active_tis_per_dagrun == 9
-
-
 def test_the_group_gives_each_sensor_its_own_keywords() -> None:
     """``sensor_kwargs`` reach the microbatch sensors, ``run_sensor_kwargs`` the run
     sensor; either may override what the group sets (``poke_interval``)."""
-    with DAG("wait_mode_group", schedule=None) as dag:
-        rayorch_microbatch_group(
-            "docs",
-            pipeline="m:f",
-            sources=["a", "b"],
-            deferrable=True,
-            poke_interval=5.0,
-            sensor_kwargs={"end_from_trigger": False, "poke_interval": 2.0},
-            run_sensor_kwargs={"end_from_trigger": False, "poke_interval": 3.0},
-        )
+    dag = _group_dag(
+        deferrable=True,
+        poke_interval=5.0,
+        sensor_kwargs={"end_from_trigger": False, "poke_interval": 2.0},
+        run_sensor_kwargs={"end_from_trigger": False, "poke_interval": 3.0},
+    )
     microbatch = dag.get_task("docs.microbatch").partial_kwargs
     assert (microbatch["end_from_trigger"], microbatch["poke_interval"]) == (False, 2.0)
     run = dag.get_task("docs.run")
@@ -161,17 +145,23 @@ def test_the_group_gives_each_sensor_its_own_keywords() -> None:
 
 
 @pytest.mark.usefixtures("listener")
-def test_sensors_told_to_wait_on_workers_get_the_window() -> None:
-    """``sensor_kwargs={"deferrable": False}`` decides the window as the group's own would."""
+@pytest.mark.parametrize(
+    ("deferrable", "sensor_kwargs", "window"),
+    [
+        (None, {"max_active_tis_per_dagrun": 9}, 9),  # the user's own window
+        (True, {"deferrable": False}, LISTENER_SENSOR_WINDOW),  # waiting on workers
+    ],
+)
+def test_the_window_follows_the_sensors_own_keywords(deferrable, sensor_kwargs, window) -> None:
+    dag = _group_dag(deferrable=deferrable, sensor_kwargs=sensor_kwargs)
+    assert dag.get_task("docs.microbatch").max_active_tis_per_dagrun == window
+
+
+def _group_dag(**kwargs: Any) -> DAG:
+    """A DAG holding one ``rayorch_microbatch_group`` with ``kwargs``."""
     with DAG("wait_mode_group", schedule=None) as dag:
-        rayorch_microbatch_group(
-            "docs",
-            pipeline="m:f",
-            sources=["a", "b"],
-            deferrable=True,
-            sensor_kwargs={"deferrable": False},
-        )
-    assert dag.get_task("docs.microbatch").max_active_tis_per_dagrun == LISTENER_SENSOR_WINDOW
+        rayorch_microbatch_group("docs", pipeline="m:f", sources=["a", "b"], **kwargs)
+    return dag
 
 
 @pytest.mark.parametrize(

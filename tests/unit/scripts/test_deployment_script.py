@@ -4,27 +4,24 @@ settings file a shell can load, and that it never signals a group it must not.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import stat
 import subprocess
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-pytestmark = pytest.mark.timeout(60)
+from .load_script import load_script
 
-SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "deployment.py"
+if TYPE_CHECKING:
+    from pathlib import Path
+
+pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("rayorch_deployment_script", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("deployment.py", "rayorch_deployment_script")
 
 
 def test_a_callers_airflow_variable_wins_over_a_default_but_not_over_an_option(

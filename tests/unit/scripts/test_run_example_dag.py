@@ -3,10 +3,7 @@ traceback ends, taken from the run's log."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "run_example_dag.py"
+from .load_script import load_script
 
 LOG = """\
 2026-12-05T10:18:00.000000Z [info     ] Task started [task]
@@ -30,12 +27,7 @@ jinja2.exceptions.UndefinedError: 'None' has no attribute 'address'
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("run_example_dag", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("run_example_dag.py", "run_example_dag")
 
 
 def test_each_failed_task_is_named_by_its_exception() -> None:
