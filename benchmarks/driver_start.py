@@ -9,7 +9,7 @@ benchmark's settings (``read_files``, the light stages in one process, microbatc
 of ``--batch``, two at a time), and submits the driver through Ray's Jobs API as the
 operator does (``python -m airflow_provider_rayorch.job --run-store ... --run-id ...``).
 From each job's log it reads the driver's start phases (``RAYORCH_EVENT {"event":
-"start", "phase": ...}``), from Ray's job table the job's start, and from the run store
+"start_phase", "phase": ...}``), from Ray's job table the job's start, and from the run store
 the first microbatch's commit. One run warms the head up first and is not counted;
 the figures are medians of ``--runs``. ``--share-process ""`` gives each stage its
 own process. The result is printed as JSON (and written to ``--out`` when given).
@@ -67,7 +67,7 @@ def start_phases(logs: str) -> dict[str, float]:
         if not line.startswith("RAYORCH_EVENT "):
             continue
         event = json.loads(line.removeprefix("RAYORCH_EVENT "))
-        if event.get("event") == "start" and "phase" in event:
+        if event.get("event") == "start_phase":
             found.setdefault(str(event["phase"]), float(event["at"]))
     return found
 

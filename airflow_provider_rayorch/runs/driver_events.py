@@ -3,7 +3,7 @@ and the phases of its start.
 
 The driver announces when its start reaches each :class:`StartPhase`, in this order::
 
-    RAYORCH_EVENT {"at": 1764921600.25, "event": "start", "phase": "process"}
+    RAYORCH_EVENT {"at": 1764921600.25, "event": "start_phase", "phase": "process"}
 
 ``at`` is the moment the phase was reached, in epoch seconds (``time.time()``), so a
 reader of the job's log splits job start -> first dispatch without timing anything
@@ -43,7 +43,8 @@ def emit(kind: str, payload: dict[str, Any]) -> None:
 
 def start_phase(phase: StartPhase, at: float | None = None) -> None:
     """Announce that the start reached ``phase`` at ``at`` (epoch seconds; default now)."""
-    emit("EVENT", {"event": "start", "phase": phase.value, "at": time.time() if at is None else at})
+    moment = time.time() if at is None else at
+    emit("EVENT", {"event": "start_phase", "phase": phase.value, "at": moment})
 
 
 def process_started_at(fallback: float) -> float:

@@ -1,7 +1,7 @@
 """Where a RayOrch job's start goes: job start -> first commit, split by the driver's
 own marks.
 
-The driver prints ``RAYORCH_EVENT {"event": "start", "phase": P, "at": <epoch s>}``
+The driver prints ``RAYORCH_EVENT {"event": "start_phase", "phase": P, "at": <epoch s>}``
 for P in :data:`PHASES` (``runs/driver_events.py``): its process started, the package
 and the pipeline imported and compiled, its pools started (Ray connected, one actor of
 every pool up), its first batch dispatched. Those lines reach the job's log (Ray's
@@ -43,7 +43,7 @@ def start_marks(*texts: str) -> dict[str, float]:
                 event = json.loads(payload)
             except ValueError:
                 continue
-            if not isinstance(event, dict) or event.get("event") != "start":
+            if not isinstance(event, dict) or event.get("event") != "start_phase":
                 continue
             phase, at = event.get("phase"), event.get("at")
             if phase in PHASES and isinstance(at, int | float):

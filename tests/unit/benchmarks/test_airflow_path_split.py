@@ -15,7 +15,7 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def _mark(phase: str, at: float, prefix: str = "") -> str:
-    event = {"event": "start", "phase": phase, "at": at}
+    event = {"event": "start_phase", "phase": phase, "at": at}
     return f"{prefix}RAYORCH_EVENT {json.dumps(event)}"
 
 
@@ -37,7 +37,7 @@ def test_marks_are_read_from_prefixed_lines_and_the_earliest_of_two_logs_wins() 
         pytest.param('RAYORCH_EVENT ["start"]', id="not-an-object"),
         pytest.param(_mark("warming", 1.0), id="unknown-phase"),
         pytest.param(
-            'RAYORCH_EVENT {"event": "start", "phase": "pools", "at": "soon"}', id="no-time"
+            'RAYORCH_EVENT {"event": "start_phase", "phase": "pools", "at": "soon"}', id="no-time"
         ),
         pytest.param("start process 1.0", id="no-marker"),
     ],

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.timeout(60)
 
 #: One start line, exactly as a reader of the job's log parses it.
 START_LINE = re.compile(
-    r'^RAYORCH_EVENT \{"at": (\d+\.\d+), "event": "start", "phase": "([a-z]+)"\}$'
+    r'^RAYORCH_EVENT \{"at": (\d+\.\d+), "event": "start_phase", "phase": "([a-z]+)"\}$'
 )
 
 
@@ -64,7 +64,7 @@ def test_a_start_line_is_one_event_with_the_phase_and_its_time(capsys) -> None:
     out = capsys.readouterr().out
     assert _start_phases(out) == [("pools", 1764921600.25)]
     payload = json.loads(out.removeprefix("RAYORCH_EVENT "))
-    assert payload == {"event": "start", "phase": "pools", "at": 1764921600.25}
+    assert payload == {"event": "start_phase", "phase": "pools", "at": 1764921600.25}
 
 
 def test_the_process_start_is_read_from_proc_before_the_first_line_runs() -> None:
