@@ -123,7 +123,11 @@ def test_grid_shows_the_mapped_microbatch_task_instances(ui, artifacts) -> None:
     url, result, driver = ui
     assert {result["tasks"][f"docs.microbatch[{i}]"]["state"] for i in range(3)} == {"success"}
     _open(driver, f"{url}{_run_path(result)}", DAG_ID, "docs")
-    driver.find_element("css selector", "button[aria-label='Expand all task groups']").click()
+    wait_until(  # the page's texts can show before the grid's toolbar
+        lambda: driver.find_elements("css selector", "button[aria-label='Expand all task groups']"),
+        30,
+        "the grid's 'Expand all task groups' button",
+    )[0].click()
     wait_until(
         lambda: all(t in body_text(driver) for t in ("submit", "microbatch", "run")),
         30,
