@@ -108,15 +108,23 @@ def what_logs_say(
     head's token) masked: for an error about a head that did not come up. The metrics
     servers' "Address already in use" of every head after the first on a machine
     (fixed ports; Ray goes on without them) is left out. Empty when nothing is said."""
-    logs = Path(temp_dir) / "session_latest" / "logs"
-    out: list[str] = []
-    with contextlib.suppress(OSError):
-        for log in sorted(logs.iterdir()):
-            if log.suffix in (".log", ".out", ".err"):
-                found = _key_lines(log, KEY_WORDS, limit)
-                out += [f"{log.name}: {line}" for line in found if not _metrics_port(line)]
+    out = [
+        f"{name}: {line}"
+        for name, found in _logs_key_lines(Path(temp_dir) / "session_latest" / "logs", limit)
+        for line in found
+        if not _metrics_port(line)
+    ]
     said = "\n".join(out[:most])
     return said.replace(secret, "***") if secret else said
+
+
+def _logs_key_lines(logs: Path, limit: int) -> list[tuple[str, list[str]]]:
+    """``(file name, key lines)`` of each Ray log in ``logs`` that has any, at most
+    ``limit`` lines per file (none when the folder cannot be read)."""
+    with contextlib.suppress(OSError):
+        files = sorted(p for p in logs.iterdir() if p.suffix in (".log", ".out", ".err"))
+        return [(p.name, found) for p in files if (found := _key_lines(p, KEY_WORDS, limit))]
+    return []
 
 
 def _metrics_port(line: str) -> bool:
@@ -141,13 +149,8 @@ def _head_digest(head_dir: Path, stop: dict[str, Any], tail: int) -> list[str]:
     ]
     with contextlib.suppress(OSError):
         lines += (head_dir / "ray-start.log").read_text(errors="replace").splitlines()[-tail:]
-    for log in sorted((head_dir / "logs").glob("*")):
-        if log.suffix not in (".log", ".out", ".err"):
-            continue
-        found = _key_lines(log, KEY_WORDS, 15)
-        if found:
-            lines.append(f"-- {log.name}:")
-            lines += found
+    for name, found in _logs_key_lines(head_dir / "logs", 15):
+        lines += [f"-- {name}:", *found]
     return lines
 
 
