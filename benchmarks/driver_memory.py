@@ -13,9 +13,11 @@ alive after the run. ``--backend ray`` starts a 2-CPU local Ray of its own.
     python -m benchmarks.driver_memory --job /tmp/store --backend ray --sources 1000000
 
 ``--job STORE`` goes the whole Ray job's way instead: it writes a plan record into
-the run store ``STORE`` and runs the job's entrypoint (``airflow_provider_rayorch.job``:
-the driver, its commits, manifests and report) in this process, then prints the
-process's peak RSS.
+the run store ``STORE`` and runs the job's entrypoint (``python -m
+airflow_provider_rayorch.job``: the driver, its commits, manifests and report) as a
+process of its own, as a head's job supervisor starts it, then prints that process's
+peak RSS (``benchmarks.scale.run_job_process``: read from ``wait4``, not from this
+process, whose peak holds the plan it wrote).
 """
 
 from __future__ import annotations
@@ -83,13 +85,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_job(args: argparse.Namespace) -> dict[str, Any]:
-    """Plan the run into ``args.job`` and run the job's entrypoint here."""
-    from airflow_provider_rayorch import job
+    """Plan the run into ``args.job``, then run the job's entrypoint on it as a process
+    of its own; its seconds and its own peak RSS."""
     from airflow_provider_rayorch.runs.store import PlanRecord, RunStore
+    from benchmarks.scale import isolated_env, run_job_process
 
     run_id = f"memory-{args.backend}-{args.sources}"
-    store = RunStore(args.job)
-    store.write_plan(
+    RunStore(args.job).write_plan(
         PlanRecord(
             run_id=run_id,
             pipeline=f"{Tiny.__module__}:Tiny",
@@ -101,16 +103,12 @@ def run_job(args: argparse.Namespace) -> dict[str, Any]:
             backend=args.backend,
         )
     )
-    before = rss_mb()
-    started = time.perf_counter()
-    code = job.main(["--run-store", args.job, "--run-id", run_id])
+    elapsed, peak = run_job_process(args.job, run_id, isolated_env())
     return {
         "job": run_id,
-        "exit_code": code,
         "sources": args.sources,
-        "rss_before_run_mb": round(before, 1),
-        "peak_rss_mb": round(peak_rss_mb(), 1),
-        "elapsed_s": round(time.perf_counter() - started, 1),
+        "driver_peak_rss_mb": round(peak, 1),
+        "elapsed_s": round(elapsed, 1),
     }
 
 

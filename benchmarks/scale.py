@@ -39,7 +39,7 @@ from typing import Any
 
 from benchmarks.measure import child_result
 
-__all__ = ["PATHS", "measure_point", "run_job_process", "run_section"]
+__all__ = ["PATHS", "isolated_env", "measure_point", "run_job_process", "run_section"]
 
 REPO = Path(__file__).resolve().parent.parent
 PIPELINE = "benchmarks.expand_reduce:Tiny"
@@ -52,7 +52,7 @@ CALL_BATCH = 256
 POINT_TIMEOUT_S = 6 * 3600
 
 
-def _env() -> dict[str, str]:
+def isolated_env() -> dict[str, str]:
     """A point's environment: the repository importable (by Ray workers too), no
     connection or Ray address inherited from this shell."""
     drop = ("AIRFLOW_CONN_RAYORCH_DEFAULT", "RAY_ADDRESS")
@@ -67,7 +67,7 @@ def _child(args: list[str]) -> dict[str, Any]:
     return child_result(
         ["-m", "benchmarks.scale", *args],
         cwd=REPO,
-        env=_env(),
+        env=isolated_env(),
         timeout=POINT_TIMEOUT_S,
         what=f"scale {' '.join(args)}",
     )
@@ -142,7 +142,7 @@ def _through_job(n: int, store: str, backend: str) -> dict[str, Any]:
     by the caller). Its peak RSS is that process's own ``ru_maxrss`` (from ``wait4``):
     nothing this process imported or holds is in it."""
     run_id = f"scale-job-{n}"
-    env = _env()
+    env = isolated_env()
     token_dir = tempfile.mkdtemp(prefix="scale-ray-")
     try:
         if backend == "ray":
