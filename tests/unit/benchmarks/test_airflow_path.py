@@ -80,3 +80,21 @@ def test_the_suite_runs_no_deployment_at_the_smoke_size() -> None:
     from benchmarks.sizes import SIZES
 
     assert "skipped" in run_section(SIZES["smoke"], {}, None)
+
+
+def test_runs_0_prints_the_event_figures_and_writes_no_page(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    import benchmarks.airflow_path.__main__ as cli
+
+    events = summarize_events([{"file": "e.txt", "latency_s": 9, "prepare_s": 4}], 5.0)
+    measured = {"variants": {}, "events": events, "errors": [], "loadavg": {}, "section_s": 1}
+    monkeypatch.setattr(cli, "measure", lambda *a, **k: dict(measured))
+    monkeypatch.setattr(cli.sys, "argv", ["airflow_path", "--runs", "0"])
+
+    assert cli.main(["--runs", "0", "--out", str(tmp_path)]) == 0
+
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["events"]["p50_s"] == 9
+    assert printed["command"] == "python -m benchmarks.airflow_path --runs 0"
+    assert list(tmp_path.iterdir()) == []
