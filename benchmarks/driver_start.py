@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 import requests
 
+from benchmarks.airflow_path.split import start_marks
+
 if TYPE_CHECKING:
     from benchmarks.sizes import Size
 
@@ -58,18 +60,6 @@ SPANS = {
 def _headers(head: dict[str, Any]) -> dict[str, str]:
     token = Path(head["token_path"]).read_text().strip()
     return {"Authorization": f"Bearer {token}"}
-
-
-def start_phases(logs: str) -> dict[str, float]:
-    """``{phase: at}`` from the driver's ``RAYORCH_EVENT`` start lines in ``logs``."""
-    found: dict[str, float] = {}
-    for line in logs.splitlines():
-        if not line.startswith("RAYORCH_EVENT "):
-            continue
-        event = json.loads(line.removeprefix("RAYORCH_EVENT "))
-        if event.get("event") == "start_phase":
-            found.setdefault(str(event["phase"]), float(event["at"]))
-    return found
 
 
 def plan_run(store: Any, run_id: str, paths: list[str], args: argparse.Namespace) -> None:
@@ -136,7 +126,7 @@ def measure_run(
     job = run_job(head, store.uri, run_id, args.timeout, tree)
     if job["info"]["status"] != "SUCCEEDED":
         raise RuntimeError(f"job {run_id} ended {job['info']['status']}:\n{job['logs'][-3000:]}")
-    moments = {"job": job["info"]["start_time"] / 1000.0, **start_phases(job["logs"])}
+    moments = {"job": job["info"]["start_time"] / 1000.0, **start_marks(job["logs"])}
     first = store.manifest_record(run_id, 0)
     if first is None or not first.committed_at:
         raise RuntimeError(f"job {run_id} succeeded without a committed microbatch 0")

@@ -80,6 +80,19 @@ def body_text(driver: Any) -> str:
     return str(driver.find_element("tag name", "body").text)
 
 
+def expand_grid(driver: Any, *texts: str) -> None:
+    """Expand the run's task groups in Airflow's grid, once its button is rendered (the
+    page's texts can show before the grid's toolbar); wait for ``texts``."""
+    wait_until(
+        lambda: driver.find_elements("css selector", "button[aria-label='Expand all task groups']"),
+        30,
+        "the grid's 'Expand all task groups' button",
+    )[0].click()
+    wait_until(
+        lambda: all(t in body_text(driver) for t in texts), 30, f"{texts} in the expanded grid"
+    )
+
+
 @contextlib.contextmanager
 def serve(app: Any) -> Iterator[str]:
     """Serve an ASGI ``app`` with uvicorn on a free loopback port; yields its URL."""

@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import pytest
 import requests
-from browser import body_text, chromium, missing_browser, serve, wait_until
+from browser import body_text, chromium, expand_grid, missing_browser, serve, wait_until
 from e2e_helpers import EXAMPLES, ROOT
 from e2e_runs import all_task_logs, assert_no_secret, run_to_the_end
 from ui_shots import assert_surfaces_say
@@ -123,16 +123,7 @@ def test_grid_shows_the_mapped_microbatch_task_instances(ui, artifacts) -> None:
     url, result, driver = ui
     assert {result["tasks"][f"docs.microbatch[{i}]"]["state"] for i in range(3)} == {"success"}
     _open(driver, f"{url}{_run_path(result)}", DAG_ID, "docs")
-    wait_until(  # the page's texts can show before the grid's toolbar
-        lambda: driver.find_elements("css selector", "button[aria-label='Expand all task groups']"),
-        30,
-        "the grid's 'Expand all task groups' button",
-    )[0].click()
-    wait_until(
-        lambda: all(t in body_text(driver) for t in ("submit", "microbatch", "run")),
-        30,
-        "the expanded docs group in the grid",
-    )
+    expand_grid(driver, "submit", "microbatch", "run")
     _shot(driver, artifacts, "grid")
     text = _open(
         driver,

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from browser import expand_grid
 from e2e_helpers import ROOT
 from e2e_runs import failure_digest, start_runs
 from ui_shots import (  # noqa: F401 (a fixture)
@@ -174,7 +175,7 @@ def test_the_ui_shows_the_repaired_microbatch_and_its_attempts(
     'Repairs and attempts' table."""
     run_id = repaired_run["run_id"]
     shots.open(run_path(DAG_ID, run_id), DAG_ID, "docs")
-    shots.expand_grid("ray_head", "submit", "microbatch", "run")
+    expand_grid(shots.driver, "ray_head", "submit", "microbatch", "run")
     shots.shot("repair-grid")
     text = shots.open(
         f"{run_path(DAG_ID, run_id)}/tasks/{MB}/mapped", "mb 0: sources 0-2", "mb 1: sources 3-5"

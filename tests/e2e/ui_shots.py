@@ -58,23 +58,6 @@ class Shots:
     def scroll_to(self, element: Any) -> None:
         self.driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", element)
 
-    def expand_grid(self, *texts: str) -> None:
-        """Expand the run's task groups in the grid, once its button is rendered (the
-        page's texts can show before the grid's toolbar); wait for ``texts``."""
-        button = wait_until(
-            lambda: self.driver.find_elements(
-                "css selector", "button[aria-label='Expand all task groups']"
-            ),
-            30,
-            "the grid's 'Expand all task groups' button",
-        )
-        button[0].click()
-        wait_until(
-            lambda: all(t in body_text(self.driver) for t in texts),
-            30,
-            f"{texts} in the expanded grid",
-        )
-
     def report_rows(self, table_id: str) -> list[list[str]]:
         """The cells of a RayOrch report table's visible body rows."""
         rows = self.driver.find_elements("css selector", f"#{table_id} tbody tr")
